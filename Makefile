@@ -1,0 +1,38 @@
+# Two commands on a fresh machine with python3 and make:
+#   make demo   the governed agent session on embedded defaults (no API key, no server)
+#   make test   the whole suite, every extra installed, nothing skipped
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e ".[all,dev]"
+	# Routing benchmarks read the Berkeley Function Calling Leaderboard data
+	# that bfcl-eval ships; its own dependencies are not needed for that.
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps "bfcl-eval==2026.3.23"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/jevqueue demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+	$(BIN)/ruff check core plugins tests bench
+	$(BIN)/mypy
+
+lint: $(STAMP)
+	$(BIN)/ruff check core plugins tests bench
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/governor.py
+	$(BIN)/python bench/routing.py
+	$(BIN)/python bench/policy.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,86 @@
+"""jevqueue governs the tool calls of LLM agents.
+
+Two halves over one framework-agnostic core:
+
+* the governor (:class:`Governor`) picks, on every turn, one of nine paths (:class:`Path`) —
+  above all which one tool the model must call — makes the host enforce it and checks
+  that the provider obeyed;
+* the policy layer (:class:`PolicyEnforcementPoint`) judges every concrete tool call before
+  it runs, fails closed, and writes a tamper-evident audit log.
+
+Names are imported on first use, so ``import jevqueue`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.approvals import ApprovalRecord
+    from jevqueue.ballot import Ballot
+    from jevqueue.context import ExecutionContext
+    from jevqueue.decision import Decision
+    from jevqueue.errors import (
+        ConfigurationError,
+        ControlSignal,
+        JevError,
+        JevRuntimeError,
+        PolicyDeniedError,
+        ProviderDisobeyedError,
+        UnfulfilledObligationError,
+        UsageError,
+    )
+    from jevqueue.governor import Governor
+    from jevqueue.host import LOCAL_MODEL_ID, Host
+    from jevqueue.lexical_ballot import LexicalBallot
+    from jevqueue.path import Path
+    from jevqueue.pdp import create_default_policy_decision_point
+    from jevqueue.pep import PolicyEnforcementPoint
+    from jevqueue.thresholds import Thresholds
+    from jevqueue.verdict import Verdict, VerdictKind
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # the governor
+    "Governor": "jevqueue.governor",
+    "Decision": "jevqueue.decision",
+    "Path": "jevqueue.path",
+    "Ballot": "jevqueue.ballot",
+    "LexicalBallot": "jevqueue.lexical_ballot",
+    "Thresholds": "jevqueue.thresholds",
+    "Host": "jevqueue.host",
+    "LOCAL_MODEL_ID": "jevqueue.host",
+    # the policy layer
+    "ExecutionContext": "jevqueue.context",
+    "PolicyEnforcementPoint": "jevqueue.pep",
+    "create_default_policy_decision_point": "jevqueue.pdp",
+    "Verdict": "jevqueue.verdict",
+    "VerdictKind": "jevqueue.verdict",
+    "ApprovalRecord": "jevqueue.approvals",
+    # errors most callers catch
+    "JevError": "jevqueue.errors",
+    "UsageError": "jevqueue.errors",
+    "ConfigurationError": "jevqueue.errors",
+    "JevRuntimeError": "jevqueue.errors",
+    "ControlSignal": "jevqueue.errors",
+    "ProviderDisobeyedError": "jevqueue.errors",
+    "PolicyDeniedError": "jevqueue.errors",
+    "UnfulfilledObligationError": "jevqueue.errors",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jevqueue' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,241 @@
+"""Every error jevqueue raises, under one root.
+
+::
+
+    JevError
+    ├── UsageError                     misuse: bad configuration or bad input, fix the caller
+    │   ├── ConfigurationError         a Governor, PEP, sink or plugin built with impossible settings
+    │   ├── InvalidToolSchemaError     a tool schema in neither accepted shape
+    │   ├── InvalidContextError        an ExecutionContext field missing, empty or ambient (.field)
+    │   ├── NonCanonicalArgumentsError tool arguments that are not canonical JSON (.path)
+    │   │   ├── UnsupportedTypeError   bytes, sets, tuples, custom objects
+    │   │   ├── NonFiniteNumberError   NaN, +Infinity, -Infinity
+    │   │   ├── NonStringKeyError      a mapping key that is not a str
+    │   │   ├── CyclicArgumentsError   a container that contains itself
+    │   │   ├── ArgumentsTooDeepError  nesting beyond the documented depth
+    │   │   └── ArgumentsTooLargeError a payload beyond the documented size
+    │   ├── UnregisteredToolError      a tool name the registry does not hold (lookalikes included)
+    │   ├── InvalidToolArgumentsError  a registered tool's arguments break its path fields or schema
+    │   ├── PolicyFileError            a policy file that cannot be read or is wrong (.file, .line)
+    │   └── InvalidApprovalError       an approval record that is malformed
+    ├── JevRuntimeError                something failed while running
+    │   ├── ProviderDisobeyedError     the provider ignored the selected tool; nothing executed
+    │   ├── DecisionError              the governor's decision itself failed (on_error="raise")
+    │   ├── AuditWriteError            the audit record could not be written; the call is denied
+    │   └── AuditIntegrityError        a verified audit log was edited, reordered or truncated
+    └── ControlSignal                  not a bug: the flow stops here on purpose
+        ├── PolicyDeniedError          the policy denied the call (.verdict)
+        ├── UnfulfilledObligationError an obligation such as explicit approval is unmet (.verdict)
+        ├── ApprovalRequiredError      an interactive approval is pending (.verdict)
+        └── TurnInterruptedError       the host was interrupted before any effect
+
+Every message says what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.verdict import Verdict
+
+__all__ = [
+    "ArgumentsTooDeepError",
+    "ArgumentsTooLargeError",
+    "ApprovalRequiredError",
+    "AuditIntegrityError",
+    "AuditWriteError",
+    "ConfigurationError",
+    "ControlSignal",
+    "CyclicArgumentsError",
+    "DecisionError",
+    "TurnInterruptedError",
+    "InvalidApprovalError",
+    "InvalidContextError",
+    "InvalidToolArgumentsError",
+    "InvalidToolSchemaError",
+    "JevError",
+    "JevRuntimeError",
+    "NonCanonicalArgumentsError",
+    "NonFiniteNumberError",
+    "NonStringKeyError",
+    "PolicyDeniedError",
+    "PolicyFileError",
+    "ProviderDisobeyedError",
+    "UnfulfilledObligationError",
+    "UnregisteredToolError",
+    "UnsupportedTypeError",
+    "UsageError",
+]
+
+
+class JevError(Exception):
+    """The root of every error jevqueue raises."""
+
+
+# --- misuse -----------------------------------------------------------------
+
+
+class UsageError(JevError):
+    """Bad configuration or bad input: the caller must change something."""
+
+
+class ConfigurationError(UsageError):
+    """A component was built with settings it cannot work with."""
+
+
+class InvalidToolSchemaError(UsageError):
+    """A tool schema is in neither of the two accepted OpenAI shapes."""
+
+
+class InvalidContextError(UsageError):
+    """An execution context field is missing, empty or an ambient default."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"execution context field {field!r}: {message}")
+        self.field = field
+
+
+class NonCanonicalArgumentsError(UsageError):
+    """Tool arguments contain something that is not a canonical JSON value.
+
+    ``path`` is a JSON-pointer-like location of the offending value, e.g. ``/edits/0/text``.
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        where = path or "/"
+        super().__init__(f"tool arguments at {where}: {message}")
+        self.path = path
+
+
+class UnsupportedTypeError(NonCanonicalArgumentsError):
+    """Bytes, sets, tuples or custom objects where only JSON values may stand."""
+
+
+class NonFiniteNumberError(NonCanonicalArgumentsError):
+    """NaN or an infinity: JSON has no spelling for it."""
+
+
+class NonStringKeyError(NonCanonicalArgumentsError):
+    """A mapping key that is not a string."""
+
+
+class CyclicArgumentsError(NonCanonicalArgumentsError):
+    """A list or mapping that contains itself."""
+
+
+class ArgumentsTooDeepError(NonCanonicalArgumentsError):
+    """Nesting deeper than the documented limit."""
+
+
+class ArgumentsTooLargeError(NonCanonicalArgumentsError):
+    """A canonical payload larger than the documented limit."""
+
+
+class UnregisteredToolError(UsageError):
+    """The registry holds no tool of that exact name; nothing was evaluated."""
+
+    def __init__(self, tool_name: str, message: str | None = None) -> None:
+        super().__init__(
+            message
+            or f"tool {tool_name!r} is not registered: register it with its side effects and "
+            "path fields before an agent may call it"
+        )
+        self.tool_name = tool_name
+
+
+class InvalidToolArgumentsError(UsageError):
+    """A registered tool's arguments miss a path field, mistype it, or break its schema."""
+
+    def __init__(self, tool_name: str, message: str) -> None:
+        super().__init__(f"tool {tool_name!r}: {message}")
+        self.tool_name = tool_name
+
+
+class PolicyFileError(UsageError):
+    """A policy file cannot be read, or says something impossible.
+
+    ``file`` and ``line`` point at the mistake (``line`` is ``None`` when unknown).
+    """
+
+    def __init__(self, file: str, line: int | None, message: str) -> None:
+        where = f"{file}:{line}" if line is not None else file
+        super().__init__(f"{where}: {message}")
+        self.file = file
+        self.line = line
+        self.detail = message
+
+
+class InvalidApprovalError(UsageError):
+    """An approval record is malformed (missing fields, bad timestamps, bad signature encoding)."""
+
+
+# --- runtime failures ---------------------------------------------------------
+
+
+class JevRuntimeError(JevError):
+    """Something failed while running."""
+
+
+class ProviderDisobeyedError(JevRuntimeError):
+    """The provider did not make exactly the call it was constrained to; nothing executed."""
+
+    def __init__(
+        self,
+        message: str = "The provider ignored the selected tool; execution blocked",
+        *,
+        expected: list[str] | None = None,
+        called: list[str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.expected = expected if expected is not None else []
+        self.called = called if called is not None else []
+
+
+class DecisionError(JevRuntimeError):
+    """The governor could not decide (a ballot or rule raised) and ``on_error="raise"``."""
+
+
+class AuditWriteError(JevRuntimeError):
+    """An audit record could not be written; the call it describes is denied."""
+
+
+class AuditIntegrityError(JevRuntimeError):
+    """An audit log failed verification: a record was edited, removed, reordered or cut off."""
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+# --- control-flow signals -----------------------------------------------------
+
+
+class ControlSignal(JevError):
+    """The flow stops here on purpose; catching it is normal."""
+
+
+class _VerdictSignal(ControlSignal):
+    def __init__(self, message: str, verdict: Verdict | Any) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
+
+class PolicyDeniedError(_VerdictSignal):
+    """The policy denied the call. ``.verdict`` holds the reasons and the action digest."""
+
+
+class UnfulfilledObligationError(_VerdictSignal):
+    """The call needs an obligation (such as explicit approval) that was not fulfilled.
+
+    Read ``.verdict.action_digest``, obtain a fresh approval for exactly that digest from a
+    trusted authority, and retry with the resulting ``ApprovalRecord``.
+    """
+
+
+class ApprovalRequiredError(_VerdictSignal):
+    """An interactive approval is pending for ``.verdict.action_digest``."""
+
+
+class TurnInterruptedError(ControlSignal):
+    """The host reported an interruption after the decision and before any effect."""
