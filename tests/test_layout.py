@@ -1,0 +1,121 @@
+"""The promises the package layout makes: a framework-free core, honest plugins, a pinned surface."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FRAMEWORKS = {
+    "langgraph",
+    "langchain",
+    "langchain_core",
+    "langchain_openai",
+    "crewai",
+    "autogen",
+    "autogen_agentchat",
+    "autogen_core",
+    "llama_index",
+    "mcp",
+    "pydantic_ai",
+    "run_agent",
+    "hermes",
+    "openai",
+    "httpx",
+}
+
+
+def _imported_roots(source: str) -> set[str]:
+    roots: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+@pytest.mark.parametrize(
+    "module", sorted(ROOT.joinpath("core").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_core_never_imports_a_framework(module: Path) -> None:
+    found = _imported_roots(module.read_text(encoding="utf-8")) & FRAMEWORKS
+    assert not found, f"{module.relative_to(ROOT)} imports {sorted(found)}; move it to plugins/"
+
+
+def _plugin_packages() -> list[Path]:
+    return sorted(p.parent for p in ROOT.joinpath("plugins").glob("*/__init__.py"))
+
+
+@pytest.mark.parametrize("package", _plugin_packages(), ids=lambda p: p.name)
+def test_each_plugin_says_what_its_framework_cannot_force(package: Path) -> None:
+    docstring = ast.get_docstring(ast.parse(package.joinpath("__init__.py").read_text("utf-8")))
+    assert docstring, f"plugins/{package.name}/__init__.py has no module docstring"
+    assert "cannot" in docstring.lower(), (
+        f"plugins/{package.name}: the module docstring must say plainly where the framework "
+        "cannot truly force a tool"
+    )
+
+
+def test_public_names_resolve_and_are_pinned() -> None:
+    import jevqueue
+
+    for name in jevqueue.__all__:
+        assert getattr(jevqueue, name) is not None, name
+    assert set(jevqueue.__all__) >= {
+        "Governor",
+        "Path",
+        "Ballot",
+        "LexicalBallot",
+        "Thresholds",
+        "Host",
+        "JevError",
+        "PolicyEnforcementPoint",
+        "create_default_policy_decision_point",
+        "ApprovalRecord",
+        "UnfulfilledObligationError",
+        "ExecutionContext",
+    }
+
+
+def test_path_values_are_exactly_the_nine_paths() -> None:
+    from jevqueue import Path as RoutePath
+
+    assert sorted(p.value for p in RoutePath) == sorted(
+        [
+            "tool",
+            "static_tool",
+            "prose",
+            "clarify",
+            "risk_stop",
+            "delegate",
+            "error_delegate",
+            "error_raise",
+            "interrupted",
+        ]
+    )
+
+
+def test_every_core_module_imports() -> None:
+    import jevqueue
+
+    for info in pkgutil.walk_packages(jevqueue.__path__, "jevqueue."):
+        if info.name.startswith("jevqueue.plugins"):
+            continue
+        importlib.import_module(info.name)
+
+
+def test_importing_jevqueue_is_cheap() -> None:
+    code = (
+        "import sys, jevqueue; from jevqueue import Governor, Path; "
+        "heavy = {'sqlite3', 'cryptography', 'httpx', 'langgraph', 'crewai'}; "
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", f"`import jevqueue` pulled in {out.stdout.strip()}"
