@@ -10,6 +10,7 @@
     │   ├── NonCanonicalArgumentsError tool arguments that are not canonical JSON (.path)
     │   │   ├── UnsupportedTypeError   bytes, sets, tuples, custom objects
     │   │   ├── NonFiniteNumberError   NaN, +Infinity, -Infinity
+    │   │   ├── IntegerOutOfRangeError an integer beyond ±(2**53 - 1), which JSON numbers cannot hold
     │   │   ├── NonStringKeyError      a mapping key that is not a str
     │   │   ├── CyclicArgumentsError   a container that contains itself
     │   │   ├── ArgumentsTooDeepError  nesting beyond the documented depth
@@ -17,12 +18,15 @@
     │   ├── UnregisteredToolError      a tool name the registry does not hold (lookalikes included)
     │   ├── InvalidToolArgumentsError  a registered tool's arguments break its path fields or schema
     │   ├── PolicyFileError            a policy file that cannot be read or is wrong (.file, .line)
-    │   └── InvalidApprovalError       an approval record that is malformed
+    │   ├── InvalidApprovalError       an approval record that is malformed
+    │   └── NetworkAccessError         a test reached for the network while the guard forbids it
     ├── JevRuntimeError                something failed while running
     │   ├── ProviderDisobeyedError     the provider ignored the selected tool; nothing executed
+    │   ├── ProviderHTTPError          the provider's endpoint failed or answered nonsense (.status)
     │   ├── DecisionError              the governor's decision itself failed (on_error="raise")
     │   ├── AuditWriteError            the audit record could not be written; the call is denied
-    │   └── AuditIntegrityError        a verified audit log was edited, reordered or truncated
+    │   ├── AuditIntegrityError        a verified audit log was edited, reordered or truncated
+    │   └── AuditReadError             an audit log is missing, unreadable, or not an audit log
     └── ControlSignal                  not a bug: the flow stops here on purpose
         ├── PolicyDeniedError          the policy denied the call (.verdict)
         ├── UnfulfilledObligationError an obligation such as explicit approval is unmet (.verdict)
@@ -44,16 +48,19 @@ __all__ = [
     "ArgumentsTooLargeError",
     "ApprovalRequiredError",
     "AuditIntegrityError",
+    "AuditReadError",
     "AuditWriteError",
     "ConfigurationError",
     "ControlSignal",
     "CyclicArgumentsError",
     "DecisionError",
     "TurnInterruptedError",
+    "IntegerOutOfRangeError",
     "InvalidApprovalError",
     "InvalidContextError",
     "InvalidToolArgumentsError",
     "InvalidToolSchemaError",
+    "NetworkAccessError",
     "JevError",
     "JevRuntimeError",
     "NonCanonicalArgumentsError",
@@ -62,6 +69,7 @@ __all__ = [
     "PolicyDeniedError",
     "PolicyFileError",
     "ProviderDisobeyedError",
+    "ProviderHTTPError",
     "UnfulfilledObligationError",
     "UnregisteredToolError",
     "UnsupportedTypeError",
@@ -114,6 +122,10 @@ class UnsupportedTypeError(NonCanonicalArgumentsError):
 
 class NonFiniteNumberError(NonCanonicalArgumentsError):
     """NaN or an infinity: JSON has no spelling for it."""
+
+
+class IntegerOutOfRangeError(NonCanonicalArgumentsError):
+    """An integer outside ±(2**53 - 1): RFC 8785 numbers are IEEE-754 doubles."""
 
 
 class NonStringKeyError(NonCanonicalArgumentsError):
@@ -170,6 +182,17 @@ class InvalidApprovalError(UsageError):
     """An approval record is malformed (missing fields, bad timestamps, bad signature encoding)."""
 
 
+class NetworkAccessError(UsageError):
+    """Code under test connected to, or looked up, a host the network guard forbids.
+
+    Raised by :mod:`jevqueue.testing.network`; ``address`` is what was reached for.
+    """
+
+    def __init__(self, message: str, *, address: str = "") -> None:
+        super().__init__(message)
+        self.address = address
+
+
 # --- runtime failures ---------------------------------------------------------
 
 
@@ -192,6 +215,20 @@ class ProviderDisobeyedError(JevRuntimeError):
         self.called = called if called is not None else []
 
 
+class ProviderHTTPError(JevRuntimeError):
+    """The provider's endpoint failed, or answered with something that is not a chat completion.
+
+    ``status`` is the HTTP status code (``None`` when no response arrived: refused
+    connection, timeout, DNS failure); ``body_excerpt`` is the start of the response body
+    with any credential removed. Nothing was executed.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, body_excerpt: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body_excerpt = body_excerpt
+
+
 class DecisionError(JevRuntimeError):
     """The governor could not decide (a ballot or rule raised) and ``on_error="raise"``."""
 
@@ -206,6 +243,10 @@ class AuditIntegrityError(JevRuntimeError):
     def __init__(self, message: str, *, index: int | None = None) -> None:
         super().__init__(message)
         self.index = index
+
+
+class AuditReadError(JevRuntimeError):
+    """An audit log cannot be verified at all: it is missing, unreadable, or not an audit log."""
 
 
 # --- control-flow signals -----------------------------------------------------

@@ -1,2 +1,70 @@
-"""Test doubles for jevqueue and for code that uses it: scripted hosts and models, a
-recording audit sink, a network guard, and the plugin conformance suite."""
+"""Test doubles for jevqueue and for code that uses it.
+
+* :class:`ScriptedHost` / :class:`AsyncScriptedHost` — a host that records what it was
+  asked to do, over plain data, with a scripted provider;
+* :class:`ScriptedModel` with :class:`Step`, :func:`text_response` and
+  :func:`tool_call_response` — a provider that answers from a script and fails loudly on
+  an unexpected call or an unused step (``assert_complete()``);
+* :class:`NetworkGuard` and the pytest plugin ``jevqueue.testing.pytest_plugin`` — network
+  access from tests becomes an error;
+* the recording audit sink and the plugin conformance suite
+  (:mod:`jevqueue.testing.conformance`).
+
+Names are imported on first use: importing this package loads neither pytest nor any
+framework.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.testing.network import NetworkGuard
+    from jevqueue.testing.recording_audit import RecordingAuditSink
+    from jevqueue.testing.scripted_host import (
+        AsyncScriptedHost,
+        HostCall,
+        ScriptedHost,
+        called_tool_names,
+    )
+    from jevqueue.testing.scripted_model import (
+        ANY,
+        ModelCall,
+        ScriptedModel,
+        ScriptedModelError,
+        Step,
+        text_response,
+        tool_call_response,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "ScriptedHost": "jevqueue.testing.scripted_host",
+    "AsyncScriptedHost": "jevqueue.testing.scripted_host",
+    "HostCall": "jevqueue.testing.scripted_host",
+    "called_tool_names": "jevqueue.testing.scripted_host",
+    "ScriptedModel": "jevqueue.testing.scripted_model",
+    "ScriptedModelError": "jevqueue.testing.scripted_model",
+    "Step": "jevqueue.testing.scripted_model",
+    "ModelCall": "jevqueue.testing.scripted_model",
+    "ANY": "jevqueue.testing.scripted_model",
+    "text_response": "jevqueue.testing.scripted_model",
+    "tool_call_response": "jevqueue.testing.scripted_model",
+    "NetworkGuard": "jevqueue.testing.network",
+    "RecordingAuditSink": "jevqueue.testing.recording_audit",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jevqueue.testing' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,375 @@
+"""The policy layer's cost per decision, against archmage-ai 2.0.0 measured in the same run.
+
+Three calls go through each library's generic adapter (``intercept_tool_call``), the way
+an agent host calls it:
+
+* ``allowed write``   ``write_to_file`` of ``src/feature.py`` (ALLOW)
+* ``denied traversal`` ``write_to_file`` of ``../../etc/passwd`` (DENY)
+* ``run_command``     ``pytest -q`` in the workspace (explicit approval required, none given)
+
+each without a durable audit log (jevqueue: ``audit_logger=None``; archmage refuses every
+side effect without a logger, so it gets one that discards events) and with the durable
+default (jevqueue: ``SQLiteAuditLog`` in WAL mode; archmage: ``JsonlAuditLogger``, which
+fsyncs every line), both in a temporary directory. CPU time per call is
+``time.process_time_ns`` around each call; the same loop (its source is shipped to the
+other interpreter) runs archmage-ai in a throwaway virtual environment, installed there by
+this script with pip. Then: audited decisions per second in one process, the three calls
+in turn, with the log verified afterwards.
+
+Usage::
+
+    python bench/policy.py            # full run (about a minute)
+    python bench/policy.py --quick    # a short run
+    python bench/policy.py --no-archmage
+    python bench/policy.py --profile  # where jevqueue's time goes, per case
+
+Targets: <= 25 us median CPU per allowed call without audit, >= 15x faster than
+archmage-ai on every case, >= 5,000 durably audited decisions per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ARCHMAGE_VERSION = "2.0.0"
+DEFAULT_VENV = Path(tempfile.gettempdir()) / "jevqueue-bench-archmage"
+
+CONTEXT = {
+    "task_id": "task-42",
+    "actor_id": "coding-agent",
+    "workspace": "/workspace/project",
+    "git_sha": "0123456789abcdef0123456789abcdef01234567",
+    "environment": "local",
+}
+# name -> (tool, arguments, expected outcome)
+CASES: dict[str, tuple[str, dict[str, Any], str]] = {
+    "allowed write": (
+        "write_to_file",
+        {"TargetFile": "src/feature.py", "CodeContent": "value = 1\n"},
+        "allow",
+    ),
+    "denied traversal": (
+        "write_to_file",
+        {"TargetFile": "../../etc/passwd", "CodeContent": "root::0:0::/root:/bin/sh\n"},
+        "deny",
+    ),
+    "run_command": (
+        "run_command",
+        {"CommandLine": "pytest -q", "Cwd": "/workspace/project"},
+        "obligation",
+    ),
+}
+TARGETS = {"allowed_median_us": 25.0, "speedup": 15.0, "audited_per_second": 5000.0}
+
+# The measuring loop, shared verbatim by both interpreters.
+MEASURE_SOURCE = '''
+import time
+
+
+def measure(call, iterations, warmup):
+    """Per-call CPU and wall time in nanoseconds: median, p99, mean."""
+    cpu_clock = time.process_time_ns
+    wall_clock = time.perf_counter_ns
+    for _ in range(warmup):
+        call()
+    cpu = []
+    wall = []
+    for _ in range(iterations):
+        w0 = wall_clock()
+        c0 = cpu_clock()
+        call()
+        c1 = cpu_clock()
+        w1 = wall_clock()
+        cpu.append(c1 - c0)
+        wall.append(w1 - w0)
+    cpu.sort()
+    wall.sort()
+
+    def pick(values, quantile):
+        return values[min(len(values) - 1, int(quantile * len(values)))]
+
+    return {
+        "cpu_median_ns": pick(cpu, 0.5),
+        "cpu_p99_ns": pick(cpu, 0.99),
+        "cpu_mean_ns": sum(cpu) / len(cpu),
+        "wall_median_ns": pick(wall, 0.5),
+        "wall_p99_ns": pick(wall, 0.99),
+        "iterations": iterations,
+    }
+
+
+def throughput(calls, count):
+    """Wall-clock decisions per second, cycling through ``calls``."""
+    start = time.perf_counter_ns()
+    for index in range(count):
+        calls[index % len(calls)]()
+    elapsed = time.perf_counter_ns() - start
+    return count / (elapsed / 1e9)
+'''
+
+ARCHMAGE_SOURCE = """
+import json, os, sys, tempfile
+from archmage import JsonlAuditLogger, PolicyEnforcementPoint, create_default_policy_decision_point
+from archmage.adapters import GenericAdapter
+
+params = json.loads(sys.argv[1])
+context = params["context"]
+
+
+class DiscardingLogger:
+    def log(self, event):
+        pass
+
+
+def adapter(logger):
+    return GenericAdapter(
+        PolicyEnforcementPoint(create_default_policy_decision_point(), audit_logger=logger)
+    )
+
+
+def caller(gate, tool, arguments):
+    def call():
+        try:
+            return gate.intercept_tool_call(tool, arguments, context)
+        except Exception as error:
+            return error
+    return call
+
+
+def outcome(result):
+    if result is True:
+        return "allow"
+    name = type(result).__name__
+    if name == "UnfulfilledObligationError":
+        return "obligation"
+    if name == "PolicyViolationError":
+        return "deny"
+    return repr(result)[:120]
+
+
+results = {}
+with tempfile.TemporaryDirectory() as directory:
+    for audit in ("none", "durable"):
+        if audit == "none":
+            logger = DiscardingLogger()
+        else:
+            logger = JsonlAuditLogger(os.path.join(directory, "audit.jsonl"))
+        gate = adapter(logger)
+        for name, (tool, arguments, _) in params["cases"].items():
+            call = caller(gate, tool, arguments)
+            stats = measure(call, params["iterations"], params["warmup"])
+            stats["outcome"] = outcome(call())
+            results[f"{name}|{audit}"] = stats
+    gate = adapter(JsonlAuditLogger(os.path.join(directory, "throughput.jsonl")))
+    calls = [caller(gate, tool, arguments) for tool, arguments, _ in params["cases"].values()]
+    results["throughput"] = throughput(calls, params["throughput"])
+print(json.dumps(results))
+"""
+
+
+def ensure_archmage(venv: Path) -> Path:
+    """Return the interpreter of a virtual environment holding archmage-ai (installing it)."""
+    python = venv / "bin" / "python"
+    probe = "import importlib.metadata as m; print(m.version('archmage-ai'))"
+    if python.exists():
+        found = subprocess.run([python, "-c", probe], capture_output=True, text=True)
+        if found.returncode == 0 and found.stdout.strip() == ARCHMAGE_VERSION:
+            return python
+    print(f"installing archmage-ai=={ARCHMAGE_VERSION} into {venv} ...", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", f"archmage-ai=={ARCHMAGE_VERSION}"],
+        check=True,
+    )
+    return python
+
+
+def run_archmage(python: Path, iterations: int, warmup: int, count: int) -> dict[str, Any]:
+    params = {
+        "context": CONTEXT,
+        "cases": CASES,
+        "iterations": iterations,
+        "warmup": warmup,
+        "throughput": count,
+    }
+    script = MEASURE_SOURCE + ARCHMAGE_SOURCE
+    done = subprocess.run(
+        [python, "-c", script, json.dumps(params)], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the archmage-ai side failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def jevqueue_side(iterations: int, warmup: int, count: int, directory: Path) -> dict[str, Any]:
+    from jevqueue import PolicyEnforcementPoint, create_default_policy_decision_point
+    from jevqueue.adapters import GenericAdapter
+    from jevqueue.audit import SQLiteAuditLog, verify_audit_log
+    from jevqueue.errors import PolicyDeniedError, UnfulfilledObligationError
+
+    namespace: dict[str, Any] = {}
+    exec(MEASURE_SOURCE, namespace)
+    measure: Callable[..., dict[str, Any]] = namespace["measure"]
+    throughput: Callable[..., float] = namespace["throughput"]
+
+    def caller(gate: Any, tool: str, arguments: dict[str, Any]) -> Callable[[], Any]:
+        def call() -> Any:
+            try:
+                return gate.intercept_tool_call(tool, arguments, CONTEXT)
+            except Exception as error:
+                return error
+
+        return call
+
+    def outcome(result: Any) -> str:
+        if result is True:
+            return "allow"
+        if isinstance(result, UnfulfilledObligationError):
+            return "obligation"
+        if isinstance(result, PolicyDeniedError):
+            return "deny"
+        return repr(result)[:120]
+
+    results: dict[str, Any] = {}
+    for audit in ("none", "durable"):
+        logger = None if audit == "none" else SQLiteAuditLog(directory / "audit.sqlite3")
+        gate = GenericAdapter(
+            PolicyEnforcementPoint(create_default_policy_decision_point(), audit_logger=logger)
+        )
+        for name, (tool, arguments, _) in CASES.items():
+            call = caller(gate, tool, arguments)
+            stats = measure(call, iterations, warmup)
+            stats["outcome"] = outcome(call())
+            results[f"{name}|{audit}"] = stats
+    log_path = directory / "throughput.sqlite3"
+    log = SQLiteAuditLog(log_path)
+    gate = GenericAdapter(
+        PolicyEnforcementPoint(create_default_policy_decision_point(), audit_logger=log)
+    )
+    calls = [caller(gate, tool, arguments) for tool, arguments, _ in CASES.values()]
+    results["throughput"] = throughput(calls, count)
+    log.close()
+    report = verify_audit_log(log_path)
+    results["throughput_verified"] = report.ok and report.count == count
+    return results
+
+
+def profile_jevqueue(count: int) -> None:
+    import cProfile
+    import pstats
+
+    from jevqueue import PolicyEnforcementPoint, create_default_policy_decision_point
+    from jevqueue.adapters import GenericAdapter
+
+    gate = GenericAdapter(PolicyEnforcementPoint(create_default_policy_decision_point()))
+    for name, (tool, arguments, _) in CASES.items():
+
+        def loop() -> None:
+            for _ in range(count):
+                # outcomes are checked by the main run
+                with contextlib.suppress(Exception):
+                    gate.intercept_tool_call(tool, arguments, CONTEXT)  # noqa: B023
+
+        profiler = cProfile.Profile()
+        profiler.runcall(loop)
+        print(f"\n## profile: {name} ({count} calls, no audit)\n")
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+
+
+def us(nanoseconds: float) -> str:
+    return f"{nanoseconds / 1000:.1f}"
+
+
+def report(ours: dict[str, Any], theirs: dict[str, Any] | None, command: str) -> bool:
+    """Print the results as Markdown; return True when every target is met."""
+    met = True
+    print(f"\nCommand: `{command}`  ")
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}\n")
+    header = "| case | audit | jevqueue CPU median / p99 (µs) |"
+    rule = "|---|---|---:|"
+    if theirs is not None:
+        header += f" archmage-ai {ARCHMAGE_VERSION} CPU median / p99 (µs) | speed-up (median) |"
+        rule += "---:|---:|"
+    print(header)
+    print(rule)
+    for audit, label in (("none", "none"), ("durable", "SQLite WAL / JSONL+fsync")):
+        for name, (_, _, expected) in CASES.items():
+            mine = ours[f"{name}|{audit}"]
+            if mine["outcome"] != expected:
+                met = False
+            row = (
+                f"| {name} ({mine['outcome']}) | {label} | "
+                f"{us(mine['cpu_median_ns'])} / {us(mine['cpu_p99_ns'])} |"
+            )
+            if theirs is not None:
+                other = theirs[f"{name}|{audit}"]
+                ratio = other["cpu_median_ns"] / mine["cpu_median_ns"]
+                if ratio < TARGETS["speedup"]:
+                    met = False
+                row += (
+                    f" {us(other['cpu_median_ns'])} / {us(other['cpu_p99_ns'])}"
+                    f" ({other['outcome']}) | {ratio:.0f}x |"
+                )
+            print(row)
+    print()
+    allowed = ours["allowed write|none"]["cpu_median_ns"] / 1000
+    rate = ours["throughput"]
+    line = f"Audited decisions per second, one process (SQLite, WAL): **{rate:,.0f}**"
+    if theirs is not None:
+        line += f" — archmage-ai (JSONL + fsync): {theirs['throughput']:,.0f}"
+        line += f" ({rate / theirs['throughput']:.0f}x)"
+    print(line + f"; log verified afterwards: {ours['throughput_verified']}")
+    print()
+    checks = [
+        (f"median CPU per allowed call without audit <= 25 µs: {allowed:.1f} µs", allowed <= 25),
+        (f">= 5,000 audited decisions/s: {rate:,.0f}", rate >= TARGETS["audited_per_second"]),
+    ]
+    if theirs is not None:
+        worst = min(
+            theirs[key]["cpu_median_ns"] / ours[key]["cpu_median_ns"] for key in ours if "|" in key
+        )
+        checks.append(
+            (f">= 15x faster than archmage-ai on every case: worst {worst:.0f}x", worst >= 15)
+        )
+    for text, ok in checks:
+        met = met and ok
+        print(f"- {'met' if ok else 'MISSED'}: {text}")
+    return met
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a short run")
+    parser.add_argument("--no-archmage", action="store_true", help="skip the baseline")
+    parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="archmage-ai venv")
+    parser.add_argument("--profile", action="store_true", help="profile jevqueue and stop")
+    args = parser.parse_args()
+    iterations, warmup, count = (1000, 200, 3000) if args.quick else (10000, 1000, 30000)
+    if args.profile:
+        profile_jevqueue(iterations)
+        return
+    theirs = None
+    if not args.no_archmage:
+        python = ensure_archmage(args.venv)
+        # archmage-ai is ~50x slower: fewer iterations give the same precision
+        theirs = run_archmage(python, max(200, iterations // 10), warmup // 4, count // 10)
+    with tempfile.TemporaryDirectory() as directory:
+        ours = jevqueue_side(iterations, warmup, count, Path(directory))
+    command = "python bench/policy.py" + (" --quick" if args.quick else "")
+    if not report(ours, theirs, command):
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""The canonical action: one proposed tool call, validated and bound to a digest.
+
+An :class:`Action` is built once, at the edge, by :meth:`Action.build`. Building it is
+where every input error surfaces — an invalid context, an unregistered tool, missing or
+mistyped path fields, arguments that are not canonical JSON, a schema violation — each as
+a typed :class:`~jevqueue.errors.UsageError`, before any policy runs.
+
+Path resolution. Each path field is resolved to an absolute path: ``~`` expands to the
+home directory (which is almost never inside a workspace), a relative path is joined to
+the workspace, and ``..`` segments are collapsed. When the workspace exists on disk,
+symbolic links are resolved as well (against the real workspace), so a link inside the
+workspace that points outside of it is seen for what it is; when it does not exist, the
+resolution is purely lexical. A NUL byte in a path is refused. The check happens at
+decision time: run tools in a sandbox, because the filesystem can change afterwards.
+
+The digest is ``sha256:`` + the hex SHA-256 of the RFC 8785 form of::
+
+    {"arguments": ..., "context": {all five fields}, "side_effects": [sorted],
+     "targets": [resolved paths], "tool": name}
+
+plus ``"cwd": resolved`` for tools that declare a working directory. Approvals bind to it,
+so changing any argument, target, the workspace or any other context field changes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from jevqueue.canonical import canonical_json, encode_json_string, encode_prevalidated
+from jevqueue.context import ExecutionContext
+from jevqueue.errors import InvalidToolArgumentsError, UnsupportedTypeError
+from jevqueue.registry import ToolRegistry, ToolSpec
+
+__all__ = ["Action", "resolve_path"]
+
+_SEPARATORS = (",", ":")
+
+
+def _workspace_root(workspace: str) -> tuple[str, bool]:
+    """Return the workspace as it will be compared, and whether it exists on disk."""
+    if os.path.isdir(workspace):
+        return os.path.realpath(workspace), True
+    return workspace, False
+
+
+def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
+    """Resolve one path argument against the workspace.
+
+    Args:
+        value: the path as the agent wrote it.
+        workspace_root: the (already resolved) workspace.
+        on_disk: whether the workspace exists, so symbolic links can be followed.
+
+    Returns:
+        An absolute, normalised path.
+    """
+    if value.startswith("~"):
+        value = os.path.expanduser(value)
+    joined = value if value.startswith("/") else workspace_root + "/" + value
+    if on_disk:
+        return os.path.realpath(joined)
+    normal = posixpath.normpath(joined)
+    # POSIX keeps a leading "//"; one slash is the same directory on every system we serve.
+    return "/" + normal.lstrip("/")
+
+
+def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> str | None:
+    value = arguments.get(name)
+    if value is None:
+        if name in spec.required_path_fields:
+            raise InvalidToolArgumentsError(
+                spec.name,
+                f"the required path field {name!r} is missing: pass it as a string",
+            )
+        return None
+    if type(value) is not str:
+        raise InvalidToolArgumentsError(
+            spec.name, f"the path field {name!r} must be a string, not {type(value).__name__}"
+        )
+    if not value:
+        raise InvalidToolArgumentsError(spec.name, f"the path field {name!r} is empty")
+    if "\x00" in value:
+        raise InvalidToolArgumentsError(
+            spec.name, f"the path field {name!r} contains a NUL byte, which no path may hold"
+        )
+    return value
+
+
+def _schema_error(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
+    error = jsonschema.exceptions.best_match(spec.validator.iter_errors(arguments))
+    if error is None:
+        return
+    where = "/" + "/".join(str(part) for part in error.absolute_path)
+    # The validator's own message quotes the offending value; name the rule instead.
+    raise InvalidToolArgumentsError(
+        spec.name,
+        f"the arguments break the tool's schema at {where} (the {error.validator!r} "
+        "constraint): fix that argument",
+    )
+
+
+_SPEC_JSON: dict[ToolSpec, tuple[str, str]] = {}
+
+
+def _spec_json(spec: ToolSpec) -> tuple[str, str]:
+    """The canonical JSON of a spec's sorted side effects and of its name, cached."""
+    cached = _SPEC_JSON.get(spec)
+    if cached is None:
+        cached = (
+            encode_prevalidated(sorted(spec.side_effects)).decode("utf-8"),
+            encode_json_string(spec.name),
+        )
+        if len(_SPEC_JSON) < 4096:
+            _SPEC_JSON[spec] = cached
+    return cached
+
+
+@dataclass(frozen=True)
+class Action:
+    """One proposed tool call, canonical and digested.
+
+    Attributes:
+        tool: the registered tool name.
+        arguments: the arguments as given (validated as canonical JSON; not copied, so do
+            not mutate them after building).
+        targets: the resolved absolute paths of the tool's path fields, in field order.
+        side_effects: the tool's side effects, from the registry.
+        context: the validated execution context.
+        digest: ``sha256:<hex>`` over the canonical form (see the module docstring).
+        cwd: the resolved working directory, for tools that declare one.
+        workspace_root: the workspace as targets are compared with it (symbolic links
+            resolved when it exists on disk).
+        target_fields: the argument name each target came from (parallel to targets).
+        spec: the tool's registry entry.
+        relative_targets: each target's path components below ``workspace_root``, or
+            ``None`` when it is not strictly inside (the workspace itself and a sibling
+            such as ``/ws-evil`` next to ``/ws`` are outside). Parallel to targets.
+        folded_targets: ``(field, components)`` for each target inside the workspace,
+            case-folded, for rules that match protected names.
+    """
+
+    tool: str
+    arguments: Mapping[str, Any]
+    targets: tuple[str, ...]
+    side_effects: frozenset[str]
+    context: ExecutionContext
+    digest: str
+    cwd: str | None = None
+    workspace_root: str = ""
+    target_fields: tuple[str, ...] = ()
+    spec: ToolSpec | None = None
+    relative_targets: tuple[tuple[str, ...] | None, ...] = ()
+    folded_targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        registry: ToolRegistry,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        context: ExecutionContext | Mapping[str, Any],
+    ) -> Action:
+        """Validate a proposed call and return its canonical action.
+
+        Args:
+            registry: the tools that may be called.
+            tool_name: the exact tool name.
+            arguments: the tool arguments, a ``dict`` of canonical JSON values.
+            context: an :class:`ExecutionContext` or a mapping of its fields.
+
+        Raises:
+            InvalidContextError: the context is incomplete, ambient or malformed.
+            UnregisteredToolError: no tool has exactly this name.
+            NonCanonicalArgumentsError: the arguments are not canonical JSON (a subclass
+                says why, ``.path`` says where).
+            InvalidToolArgumentsError: a path field is missing, not a string, empty or
+                holds a NUL byte, or the arguments break the tool's schema.
+        """
+        ctx = ExecutionContext.coerce(context)
+        spec = registry.get(tool_name)
+        if type(arguments) is not dict:
+            raise UnsupportedTypeError(
+                "",
+                f"tool arguments must be a dict, not {type(arguments).__name__}",
+            )
+        encoded_arguments = canonical_json(arguments)
+        if spec.validator is not None:
+            _schema_error(spec, arguments)
+
+        root, on_disk = _workspace_root(ctx.workspace)
+        targets: list[str] = []
+        fields: list[str] = []
+        for name in spec.path_fields:
+            value = _path_argument(spec, arguments, name)
+            if value is not None:
+                targets.append(resolve_path(value, root, on_disk=on_disk))
+                fields.append(name)
+        cwd: str | None = None
+        if spec.cwd_field is not None:
+            value = _path_argument(spec, arguments, spec.cwd_field)
+            if value is not None:
+                cwd = resolve_path(value, root, on_disk=on_disk)
+
+        # Keys sort as "arguments" < "context" < "cwd" < "side_effects" < "targets" < "tool",
+        # so the canonical document is assembled from canonical pieces: the arguments, the
+        # context's cached bytes, and strings quoted exactly as RFC 8785 quotes them (a
+        # test checks the digest against rfc8785.dumps of digest_document()).
+        quoted = ",".join([encode_json_string(target) for target in targets])
+        if spec.cwd_field is None:
+            middle = ',"side_effects":'
+        elif cwd is None:
+            middle = ',"cwd":null,"side_effects":'
+        else:
+            middle = ',"cwd":' + encode_json_string(cwd) + ',"side_effects":'
+        effects_json, tool_json = _spec_json(spec)
+        try:
+            tail = (
+                middle + effects_json + ',"targets":[' + quoted + '],"tool":' + tool_json + "}"
+            ).encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidToolArgumentsError(
+                spec.name, "a path resolves to text that is not valid Unicode"
+            ) from None
+        document = b"".join(
+            (b'{"arguments":', encoded_arguments, b',"context":', ctx.canonical_bytes, tail)
+        )
+        prefix = root + "/"
+        cut = len(prefix)
+        relative: list[tuple[str, ...] | None] = []
+        folded: list[tuple[str, tuple[str, ...]]] = []
+        for field, target in zip(fields, targets, strict=True):
+            if root != "/" and target.startswith(prefix):
+                parts = tuple(target[cut:].split("/"))
+                relative.append(parts)
+                folded.append((field, tuple(part.casefold() for part in parts)))
+            else:
+                relative.append(None)
+        action = object.__new__(cls)
+        # Built field by field in one go: a frozen dataclass's __init__ pays a slow
+        # object.__setattr__ per field, on the hot path of every decision.
+        action.__dict__.update(
+            tool=spec.name,
+            arguments=arguments,
+            targets=tuple(targets),
+            side_effects=spec.side_effects,
+            context=ctx,
+            digest="sha256:" + hashlib.sha256(document).hexdigest(),
+            cwd=cwd,
+            workspace_root=root,
+            target_fields=tuple(fields),
+            spec=spec,
+            relative_targets=tuple(relative),
+            folded_targets=tuple(folded),
+        )
+        return action
+
+    def digest_document(self) -> dict[str, Any]:
+        """Return the document whose RFC 8785 form the digest hashes (for verification)."""
+        document: dict[str, Any] = {
+            "arguments": self.arguments,
+            "context": self.context.as_dict(),
+            "side_effects": sorted(self.side_effects),
+            "targets": list(self.targets),
+            "tool": self.tool,
+        }
+        if self.spec is not None and self.spec.cwd_field is not None:
+            document["cwd"] = self.cwd
+        return document

@@ -1,0 +1,137 @@
+"""The generic adapter: a native tool call in, a boolean (or a typed error) out."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from jevqueue.action import Action
+from jevqueue.errors import ConfigurationError, UsageError
+from jevqueue.registry import ToolRegistry, generic_registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.context import ExecutionContext
+    from jevqueue.pep import PolicyEnforcementPoint
+    from jevqueue.verdict import Verdict
+
+__all__ = ["GenericAdapter"]
+
+
+class GenericAdapter:
+    """Judges native tool calls with a PEP, against a fail-closed registry.
+
+    Args:
+        pep: the policy enforcement point.
+        registry: the tools this adapter accepts; defaults to
+            :func:`jevqueue.registry.generic_registry` (``write_to_file``, ``run_command``).
+
+    Example::
+
+        adapter = GenericAdapter(PolicyEnforcementPoint(create_default_policy_decision_point()))
+        if adapter.intercept_tool_call("write_to_file", arguments, context):
+            run_the_tool()
+    """
+
+    def __init__(
+        self, pep: PolicyEnforcementPoint, *, registry: ToolRegistry | None = None
+    ) -> None:
+        if not callable(getattr(pep, "enforce", None)):
+            raise ConfigurationError(
+                f"pep must be a PolicyEnforcementPoint, not {type(pep).__name__}"
+            )
+        if registry is not None and not isinstance(registry, ToolRegistry):
+            raise ConfigurationError(
+                f"registry must be a ToolRegistry, not {type(registry).__name__}"
+            )
+        self.pep = pep
+        self.registry = registry if registry is not None else generic_registry()
+        self._local = threading.local()
+
+    @property
+    def last_verdict(self) -> Verdict | None:
+        """The verdict of this thread's latest call (the repaired proposal lives here)."""
+        verdict: Verdict | None = getattr(self._local, "verdict", None)
+        return verdict
+
+    @property
+    def last_action(self) -> Action | None:
+        """The action of this thread's latest call that got past validation."""
+        action: Action | None = getattr(self._local, "action", None)
+        return action
+
+    def build_action(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        context: ExecutionContext | Mapping[str, Any],
+    ) -> Action:
+        """Validate the call and return its canonical action; input errors are audited.
+
+        Raises:
+            UsageError: the context, tool name or arguments are invalid (a typed subclass).
+        """
+        self._local.verdict = None
+        self._local.action = None
+        try:
+            action = Action.build(self.registry, tool_name, arguments, context)
+        except UsageError as error:
+            self.pep.audit_rejection(tool_name, context, error)
+            raise
+        self._local.action = action
+        return action
+
+    def intercept_tool_call(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        context: ExecutionContext | Mapping[str, Any],
+        approval_records: Sequence[Any] = (),
+    ) -> bool:
+        """Judge one call; True means it may run now.
+
+        Args:
+            tool_name: the exact tool name.
+            arguments: the tool's arguments (canonical JSON values only).
+            context: an ExecutionContext or a mapping with ``task_id``, ``actor_id``,
+                ``workspace``, ``git_sha`` and optionally ``environment``.
+            approval_records: ApprovalRecords for an ``explicit_approval`` obligation.
+
+        Returns:
+            True for ALLOW or a fulfilled ALLOW_WITH_OBLIGATIONS. False for REPAIR: resubmit
+            ``adapter.last_verdict.repaired``.
+
+        Raises:
+            PolicyDeniedError: the policy denied the call.
+            UnfulfilledObligationError: an obligation is unmet; ``.verdict.action_digest``
+                is what to approve.
+            UsageError: the context, tool name or arguments are invalid (typed subclass).
+        """
+        action = self.build_action(tool_name, arguments, context)
+        try:
+            verdict = self.pep.enforce(action, approval_records)
+        except Exception as error:
+            self._local.verdict = getattr(error, "verdict", None)
+            raise
+        self._local.verdict = verdict
+        return verdict.allowed
+
+    def check(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        context: ExecutionContext | Mapping[str, Any],
+        approval_records: Sequence[Any] = (),
+    ) -> Verdict:
+        """Judge one call and return the verdict instead of raising for policy outcomes.
+
+        The call may run only if ``verdict.allowed``. A fulfilled approval is consumed
+        here, exactly as in :meth:`intercept_tool_call`.
+
+        Raises:
+            UsageError: the context, tool name or arguments are invalid (typed subclass).
+        """
+        action = self.build_action(tool_name, arguments, context)
+        verdict = self.pep.evaluate(action, approval_records)
+        self._local.verdict = verdict
+        return verdict

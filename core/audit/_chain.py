@@ -1,0 +1,111 @@
+"""The hash chain in front of any audit sink."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from jevqueue.audit._record import GENESIS_HASH, AuditRecord, decision_event
+from jevqueue.audit._sink import ChainedAuditLog
+from jevqueue.errors import AuditWriteError, ConfigurationError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.action import Action
+    from jevqueue.verdict import Verdict
+
+__all__ = ["AuditChain"]
+
+
+class AuditChain:
+    """Turns decision events into hash-chained audit records and writes them to a sink.
+
+    The sink may be:
+
+    * a :class:`~jevqueue.audit.ChainedAuditLog` such as
+      :class:`~jevqueue.audit.SQLiteAuditLog` or :class:`~jevqueue.audit.JsonlAuditLog`:
+      the log keeps the chain itself (durably, resumed on reopen, shared by processes);
+    * any object with ``append(event)`` or ``log(event)``: the chain is kept here, in
+      memory, starting at :data:`~jevqueue.audit.GENESIS_HASH` (or ``prev_hash``), and
+      the sink receives each complete record as a dict.
+
+    Appends are serialized by a lock, so records from several threads form one chain.
+
+    Args:
+        sink: where records go.
+        prev_hash: for an in-memory chain, the hash to continue from.
+
+    Raises:
+        ConfigurationError: ``sink`` has neither ``append`` nor ``log``.
+    """
+
+    def __init__(self, sink: Any, *, prev_hash: str = GENESIS_HASH) -> None:
+        if isinstance(sink, AuditChain):
+            sink = sink.sink
+        self.sink: Any = sink
+        self._log: ChainedAuditLog | None = sink if isinstance(sink, ChainedAuditLog) else None
+        self._write: Callable[[Any], object] | None = None
+        if self._log is None:
+            write = getattr(sink, "append", None) or getattr(sink, "log", None)
+            if not callable(write):
+                raise ConfigurationError(
+                    f"an audit sink needs an append(event) or log(event) method; "
+                    f"{type(sink).__name__} has neither"
+                )
+            self._write = write
+        self._head = prev_hash
+        self._lock = threading.Lock()
+
+    @property
+    def head(self) -> str:
+        """The hash of the last record this chain wrote (or the starting hash)."""
+        return self._head
+
+    def append(self, event: Mapping[str, Any]) -> AuditRecord:
+        """Chain ``event`` and write it; return the written record.
+
+        Raises:
+            AuditWriteError: the event is malformed or the sink failed. Nothing was
+                recorded, so the decision it describes must not take effect.
+        """
+        with self._lock:
+            if self._log is not None:
+                record = self._write_to_log(self._log, event)
+            else:
+                record = AuditRecord.chained(event, self._head)
+                try:
+                    assert self._write is not None
+                    self._write(record.to_dict())
+                except Exception as error:
+                    raise AuditWriteError(
+                        f"the audit sink {type(self.sink).__name__} failed "
+                        f"({type(error).__name__}: {error}); the decision was not recorded "
+                        "and its call is denied"
+                    ) from error
+            self._head = record.record_hash
+            return record
+
+    def record_decision(
+        self, verdict: Verdict, action: Action | None = None, *, decision_id: str | None = None
+    ) -> AuditRecord:
+        """Append the record of ``verdict`` about ``action`` (see :func:`decision_event`).
+
+        Raises:
+            AuditWriteError: as :meth:`append`.
+        """
+        return self.append(decision_event(verdict, action, decision_id=decision_id))
+
+    # the seed's logger shape: a chain can itself be handed to code that calls .log(event)
+    log = append
+
+    @staticmethod
+    def _write_to_log(log: ChainedAuditLog, event: Mapping[str, Any]) -> AuditRecord:
+        try:
+            return log.append(event)
+        except AuditWriteError:
+            raise
+        except Exception as error:
+            raise AuditWriteError(
+                f"the audit log {type(log).__name__} failed ({type(error).__name__}: {error}); "
+                "the decision was not recorded and its call is denied"
+            ) from error

@@ -1,0 +1,167 @@
+"""An audit log as a JSON Lines file: one hash-chained record per line."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from jevqueue.audit._record import GENESIS_HASH, AuditRecord
+from jevqueue.audit._sink import ChainedAuditLog
+from jevqueue.errors import AuditWriteError, ConfigurationError
+
+try:  # POSIX: appends from several processes are serialized by an advisory lock
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: one writing process per file
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["JsonlAuditLog", "head_path"]
+
+_TAIL_CHUNK = 8192
+
+
+def head_path(path: str | os.PathLike[str]) -> Path:
+    """Return the head-anchor file kept beside a JSONL audit log (``<path>.head``)."""
+    return Path(f"{os.fspath(path)}.head")
+
+
+def record_line(record: AuditRecord) -> bytes:
+    """Return the JSONL line for ``record`` (sorted keys, no spaces, newline-terminated)."""
+    text = json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8") + b"\n"
+
+
+class JsonlAuditLog(ChainedAuditLog):
+    """Hash-chained decision records, one JSON object per line, in an append-only file.
+
+    Each :meth:`append` takes an exclusive ``flock`` on the file, reads the last line's
+    ``record_hash`` (only when the file changed since this object last wrote), writes the
+    new line with a single ``write`` to a descriptor opened with ``O_APPEND``, and then
+    overwrites the head anchor ``<path>.head`` (the newest ``record_hash``), which lets
+    :func:`~jevqueue.audit.verify_audit_log` notice records cut off the end. Reopening a
+    file resumes its chain; several processes may append to one file (on POSIX).
+
+    Durability (the ``fsync`` policy): with ``fsync=True`` (default) every record is
+    flushed to stable storage (``os.fsync``) before :meth:`append` returns, so it survives
+    a power loss; with ``fsync=False`` a record is handed to the operating system before
+    :meth:`append` returns (there is no user-space buffer), so it survives a crash of the
+    process but not of the machine. The head anchor is never synced: after a machine crash
+    it may lag the log, which verification reports as a note, not a failure.
+
+    A file whose last line is incomplete (a torn write) is refused for appending — the
+    log fails closed until someone inspects it with ``jevqueue audit verify``.
+
+    Args:
+        path: the ``.jsonl`` file; created (with its directory) if missing.
+        fsync: whether each record is synced to disk before :meth:`append` returns.
+
+    Raises:
+        ConfigurationError: the file cannot be opened for appending.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o640)
+            self._head_fd = os.open(head_path(self.path), os.O_RDWR | os.O_CREAT, 0o640)
+        except OSError as error:
+            raise ConfigurationError(
+                f"cannot open the audit log {str(self.path)!r} ({type(error).__name__}: "
+                f"{error}): pass a writable path"
+            ) from error
+        # (file size, last record_hash) as of this object's last look at the file
+        self._known: tuple[int, str] = (-1, GENESIS_HASH)
+
+    def _tail_hash(self, fd: int, size: int) -> str:
+        if size == 0:
+            return GENESIS_HASH
+        start = size
+        while True:
+            start = max(0, start - _TAIL_CHUNK)
+            tail = os.pread(fd, size - start, start)
+            if tail.count(b"\n") >= 2 or start == 0:
+                break
+        if not tail.endswith(b"\n"):
+            raise AuditWriteError(
+                f"the audit log {str(self.path)!r} ends in an incomplete record (a torn "
+                "write); run `jevqueue audit verify` on it and repair it before appending"
+            )
+        last = tail[:-1].rsplit(b"\n", 1)[-1]
+        try:
+            value = json.loads(last)["record_hash"]
+        except (ValueError, KeyError, TypeError):
+            value = None
+        if not isinstance(value, str):
+            raise AuditWriteError(
+                f"the last line of the audit log {str(self.path)!r} is not an audit record; "
+                "run `jevqueue audit verify` on it before appending"
+            )
+        return value
+
+    def append(self, event: Mapping[str, Any]) -> AuditRecord:
+        """Chain one decision event and append it as a line.
+
+        Raises:
+            AuditWriteError: the record could not be written; nothing was stored.
+        """
+        with self._lock:
+            fd = self._fd
+            if fd is None:
+                raise AuditWriteError(
+                    f"the audit log {str(self.path)!r} is closed; open a new JsonlAuditLog"
+                )
+            try:
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    size = os.fstat(fd).st_size
+                    known_size, known_hash = self._known
+                    prev_hash = known_hash if size == known_size else self._tail_hash(fd, size)
+                    record = AuditRecord.chained(event, prev_hash)
+                    line = record_line(record)
+                    written = os.write(fd, line)
+                    if written != len(line):
+                        raise OSError(f"short write: {written} of {len(line)} bytes")
+                    if self.fsync:
+                        os.fsync(fd)
+                    self._known = (size + written, record.record_hash)
+                    anchor = record.record_hash.encode("ascii") + b"\n"
+                    os.pwrite(self._head_fd, anchor, 0)
+                    os.ftruncate(self._head_fd, len(anchor))
+                finally:
+                    if fcntl is not None:
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+            except AuditWriteError:
+                raise
+            except (OSError, ValueError) as error:
+                raise AuditWriteError(
+                    f"cannot write to the audit log {str(self.path)!r} "
+                    f"({type(error).__name__}: {error}); the decision was not recorded and "
+                    "its call is denied"
+                ) from error
+            return record
+
+    def records(self) -> Iterator[AuditRecord]:
+        """Yield the stored records, oldest first.
+
+        Raises:
+            ValueError: a line is not a valid audit record.
+        """
+        with self.path.open("rb") as handle:
+            for line in handle:
+                if line.strip():
+                    yield AuditRecord.from_dict(json.loads(line))
+
+    def close(self) -> None:
+        """Close the file; later appends raise :class:`AuditWriteError`."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                os.close(self._head_fd)
+                self._fd = None

@@ -1,0 +1,234 @@
+"""The default audit log: one SQLite row per decision, hash-chained, shared by processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from jevqueue.audit._record import GENESIS_HASH, AuditRecord
+from jevqueue.audit._sink import ChainedAuditLog
+from jevqueue.errors import AuditWriteError, ConfigurationError
+
+__all__ = ["SQLiteAuditLog"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit_log (
+    seq             INTEGER PRIMARY KEY,
+    decision_id     TEXT NOT NULL,
+    timestamp       TEXT NOT NULL,
+    action_digest   TEXT NOT NULL,
+    tool            TEXT NOT NULL,
+    result          TEXT NOT NULL,
+    reasons         TEXT NOT NULL,
+    obligations     TEXT NOT NULL,
+    rule_ids        TEXT NOT NULL,
+    policy_revision TEXT NOT NULL,
+    task_id         TEXT NOT NULL,
+    actor_id        TEXT NOT NULL,
+    environment     TEXT NOT NULL,
+    workspace       TEXT NOT NULL,
+    git_sha         TEXT NOT NULL,
+    allowed         INTEGER NOT NULL,
+    prev_hash       TEXT NOT NULL,
+    record_hash     TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS audit_head (
+    id          INTEGER PRIMARY KEY CHECK (id = 0),
+    count       INTEGER NOT NULL,
+    record_hash TEXT NOT NULL
+);
+"""
+COLUMNS = (
+    "seq",
+    "decision_id",
+    "timestamp",
+    "action_digest",
+    "tool",
+    "result",
+    "reasons",
+    "obligations",
+    "rule_ids",
+    "policy_revision",
+    "task_id",
+    "actor_id",
+    "environment",
+    "workspace",
+    "git_sha",
+    "allowed",
+    "prev_hash",
+    "record_hash",
+)
+_INSERT = f"INSERT INTO audit_log ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+_HEAD = "SELECT count, record_hash FROM audit_head WHERE id = 0"
+_MOVE_HEAD = "INSERT OR REPLACE INTO audit_head (id, count, record_hash) VALUES (0, ?, ?)"
+
+
+def row_to_record(row: tuple[Any, ...]) -> AuditRecord:
+    """Turn an ``audit_log`` row (in :data:`COLUMNS` order) into a record.
+
+    Raises:
+        ValueError: a column holds something no writer of this log produces.
+    """
+    data = dict(zip(COLUMNS[1:], row[1:], strict=True))
+    for name in ("reasons", "obligations", "rule_ids"):
+        data[name] = json.loads(data[name])
+    if data["allowed"] not in (0, 1):
+        raise ValueError("column 'allowed' is neither 0 nor 1")
+    data["allowed"] = bool(data["allowed"])
+    return AuditRecord.from_dict(data)
+
+
+class SQLiteAuditLog(ChainedAuditLog):
+    """Hash-chained decision records in one SQLite file (WAL), one row per decision.
+
+    Each :meth:`append` is one transaction: ``BEGIN IMMEDIATE`` takes the write lock,
+    reads the chain head (count and last hash, kept in ``audit_head``), inserts the row and
+    moves the head, then commits. So several threads and several processes can append to
+    the same file and still form a single chain, and reopening the file resumes it. The
+    head also anchors the end of the log: rows deleted from the tail show up in
+    :func:`~jevqueue.audit.verify_audit_log`.
+
+    Durability: the default ``synchronous="NORMAL"`` in WAL mode makes every committed
+    record survive a crash of the process (the record is in the WAL file before
+    :meth:`append` returns); an operating-system crash or power loss can lose the last
+    records committed since the most recent WAL sync. ``synchronous="FULL"`` syncs the WAL
+    on every commit and survives those too, at the price of one ``fsync`` per decision.
+
+    Args:
+        path: the database file; its directory is created if missing.
+        synchronous: ``"NORMAL"`` (default) or ``"FULL"``, as above.
+        timeout: seconds to wait for another writer before the append fails.
+
+    Raises:
+        ConfigurationError: the file cannot be opened as an audit log.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        timeout: float = 10.0,
+    ) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ConfigurationError('synchronous must be "NORMAL" or "FULL"')
+        self.path = Path(path)
+        self.synchronous = synchronous
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._connection: sqlite3.Connection | None = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(
+                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+            )
+            mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise sqlite3.OperationalError("the file system does not support WAL mode")
+            connection.execute(f"PRAGMA synchronous={self.synchronous}")
+            connection.executescript(SCHEMA)
+        except (sqlite3.Error, OSError) as error:
+            raise ConfigurationError(
+                f"cannot open the audit log {str(self.path)!r} ({type(error).__name__}: "
+                f"{error}): pass a writable path to a SQLite file (or a new file name)"
+            ) from error
+        return connection
+
+    def _current(self) -> sqlite3.Connection:
+        if self._connection is None:
+            raise AuditWriteError(
+                f"the audit log {str(self.path)!r} is closed; open a new SQLiteAuditLog"
+            )
+        if os.getpid() != self._pid:  # a forked child must not reuse the parent's handle
+            self._pid = os.getpid()
+            self._connection = self._open()
+        return self._connection
+
+    def append(self, event: Mapping[str, Any]) -> AuditRecord:
+        """Chain and store one decision event in its own committed transaction.
+
+        Raises:
+            AuditWriteError: the record could not be written; nothing was stored.
+        """
+        with self._lock:
+            connection = self._current()
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as error:
+                raise AuditWriteError(
+                    f"cannot lock the audit log {str(self.path)!r} ({error}); the decision "
+                    "was not recorded and its call is denied"
+                ) from error
+            try:
+                head = connection.execute(_HEAD).fetchone()
+                count, prev_hash = (0, GENESIS_HASH) if head is None else head
+                record = AuditRecord.chained(event, prev_hash)
+                connection.execute(
+                    _INSERT,
+                    (
+                        count,
+                        record.decision_id,
+                        record.timestamp,
+                        record.action_digest,
+                        record.tool,
+                        record.result,
+                        json.dumps(record.reasons, ensure_ascii=False),
+                        json.dumps(record.obligations, ensure_ascii=False),
+                        json.dumps(record.rule_ids, ensure_ascii=False),
+                        record.policy_revision,
+                        record.task_id,
+                        record.actor_id,
+                        record.environment,
+                        record.workspace,
+                        record.git_sha,
+                        int(record.allowed),
+                        record.prev_hash,
+                        record.record_hash,
+                    ),
+                )
+                connection.execute(_MOVE_HEAD, (count + 1, record.record_hash))
+                connection.execute("COMMIT")
+            except BaseException as error:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                if isinstance(error, AuditWriteError):
+                    raise
+                if not isinstance(error, Exception):
+                    raise
+                raise AuditWriteError(
+                    f"cannot write to the audit log {str(self.path)!r} "
+                    f"({type(error).__name__}: {error}); the decision was not recorded and "
+                    "its call is denied"
+                ) from error
+            return record
+
+    def records(self) -> Iterator[AuditRecord]:
+        """Yield the stored records in chain order (oldest first)."""
+        with self._lock:
+            rows = (
+                self._current()
+                .execute(f"SELECT {', '.join(COLUMNS)} FROM audit_log ORDER BY seq")
+                .fetchall()
+            )
+        for row in rows:
+            yield row_to_record(row)
+
+    def __len__(self) -> int:
+        with self._lock:
+            head = self._current().execute(_HEAD).fetchone()
+        return 0 if head is None else int(head[0])
+
+    def close(self) -> None:
+        """Close the connection; later appends raise :class:`AuditWriteError`."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None

@@ -1,0 +1,421 @@
+"""Checking an audit log's hash chain: what was edited, deleted, reordered or cut off."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from jevqueue.audit._jsonl_log import head_path
+from jevqueue.audit._record import GENESIS_HASH, AuditRecord
+from jevqueue.audit._sqlite_log import COLUMNS, row_to_record
+from jevqueue.errors import AuditIntegrityError, AuditReadError
+
+__all__ = ["AuditProblem", "VerificationReport", "verify_audit_log"]
+
+ProblemKind = Literal[
+    "edited", "deleted", "reordered", "truncated", "inserted", "duplicated", "malformed"
+]
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db", ".db3"}
+_JSONL_SUFFIXES = {".jsonl", ".ndjson", ".log"}
+
+
+@dataclass(frozen=True)
+class AuditProblem:
+    """One thing wrong with an audit log.
+
+    Attributes:
+        kind: ``edited`` (a record's content no longer matches its hash), ``deleted``
+            (records missing before ``index``), ``reordered`` (a record out of chain
+            order), ``truncated`` (records cut off the end, or a torn last line),
+            ``inserted`` (records beyond the log's head anchor), ``duplicated`` (a decision
+            id seen twice), ``malformed`` (a record that cannot be read).
+        index: the 0-based position in the log, when one record is concerned.
+        decision_id: that record's decision id, when it could be read.
+        message: a sentence saying what is wrong.
+    """
+
+    kind: ProblemKind
+    index: int | None
+    decision_id: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = "" if self.index is None else f"index {self.index}"
+        if self.decision_id:
+            where += f" (decision {self.decision_id})"
+        return f"{self.kind}: {where + ': ' if where else ''}{self.message}"
+
+
+@dataclass(frozen=True)
+class VerificationReport:
+    """The outcome of :func:`verify_audit_log`.
+
+    Attributes:
+        path: the file checked.
+        format: ``"sqlite"`` or ``"jsonl"``.
+        count: how many records the log holds (readable or not).
+        head_hash: the ``record_hash`` of the last record (:data:`GENESIS_HASH` if none);
+            keep it somewhere else and pass it back as ``expected_head`` later to detect a
+            log that was cut short together with its anchor.
+        problems: everything found wrong, in log order; empty when the log verifies.
+        notes: observations that are not failures (e.g. no head anchor to check against).
+    """
+
+    path: str
+    format: Literal["sqlite", "jsonl"]
+    count: int
+    head_hash: str
+    problems: tuple[AuditProblem, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem was found."""
+        return not self.problems
+
+    def summary(self) -> str:
+        """Return a human-readable account, one problem per line."""
+        if self.ok:
+            return f"OK: {self.count} records, chain intact, head {self.head_hash}"
+        lines = [f"FAILED: {len(self.problems)} problem(s) in {self.count} records of {self.path}"]
+        lines.extend(f"  {problem}" for problem in self.problems)
+        return "\n".join(lines)
+
+    def raise_for_problems(self) -> None:
+        """Raise :class:`AuditIntegrityError` (for the first problem) unless the log is OK."""
+        if self.problems:
+            first = self.problems[0]
+            raise AuditIntegrityError(self.summary(), index=first.index)
+
+
+def verify_audit_log(
+    path: str | os.PathLike[str],
+    *,
+    expected_head: str | None = None,
+    expected_count: int | None = None,
+) -> VerificationReport:
+    """Check an SQLite or JSONL audit log and say exactly what is wrong with it.
+
+    The format is taken from the extension (``.sqlite``/``.sqlite3``/``.db`` or
+    ``.jsonl``/``.ndjson``), else from the content. Every record's hash is recomputed
+    (edits), every ``prev_hash`` must name the record before it (deletions,
+    reorderings), and the log's end is compared with its head anchor — the ``audit_head``
+    row of an SQLite log, the ``.head`` file beside a JSONL log — and with
+    ``expected_head`` / ``expected_count`` when given (records cut off the end).
+
+    A hash chain proves order and completeness only up to the newest anchor an attacker
+    could not rewrite: someone able to rewrite the whole file and its anchor can forge a
+    consistent log. Export ``head_hash`` regularly and check against it.
+
+    Returns:
+        The report; look at ``.ok`` or call ``.raise_for_problems()``.
+
+    Raises:
+        AuditReadError: the file is missing, unreadable, or not an audit log.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise AuditReadError(
+            f"no audit log at {str(file)!r}: check the path (SQLite logs end in .sqlite3, "
+            "JSONL logs in .jsonl)"
+        )
+    kind = _detect(file)
+    if kind == "sqlite":
+        records, problems, head, notes = _read_sqlite(file)
+    else:
+        records, problems, head, notes = _read_jsonl(file)
+    problems.extend(_chain_problems(records))
+    last_hash = _last_hash(records)
+    problems.extend(_head_problems(kind, records, head, notes))
+    if expected_count is not None and expected_count > len(records):
+        problems.append(
+            AuditProblem(
+                "truncated",
+                None,
+                None,
+                f"expected at least {expected_count} records, the log holds {len(records)}",
+            )
+        )
+    if expected_head is not None and expected_head not in _hash_positions(records):
+        problems.append(
+            AuditProblem(
+                "truncated",
+                None,
+                None,
+                f"the expected head {expected_head} is not in the log: records were cut "
+                "off the end or the log was rewritten",
+            )
+        )
+    problems.sort(key=lambda problem: -1 if problem.index is None else problem.index)
+    return VerificationReport(
+        path=str(file),
+        format=kind,
+        count=len(records),
+        head_hash=last_hash,
+        problems=tuple(problems),
+        notes=tuple(notes),
+    )
+
+
+def _detect(file: Path) -> Literal["sqlite", "jsonl"]:
+    suffix = file.suffix.lower()
+    try:
+        with file.open("rb") as handle:
+            start = handle.read(len(_SQLITE_MAGIC))
+    except OSError as error:
+        raise AuditReadError(
+            f"cannot read the audit log {str(file)!r} ({type(error).__name__}): "
+            "check its permissions"
+        ) from error
+    if start == _SQLITE_MAGIC:
+        return "sqlite"
+    if suffix in _SQLITE_SUFFIXES and start:
+        raise AuditReadError(
+            f"{str(file)!r} has an SQLite name but is not an SQLite database: it is damaged "
+            "or not an audit log"
+        )
+    if suffix in _JSONL_SUFFIXES or start.lstrip()[:1] in (b"{", b""):
+        return "jsonl"
+    raise AuditReadError(
+        f"{str(file)!r} is neither an SQLite audit log nor a JSONL audit log: pass the file "
+        "an SQLiteAuditLog or JsonlAuditLog wrote"
+    )
+
+
+_Head = tuple[int | None, str | None]
+_Read = tuple[list[AuditRecord | None], list[AuditProblem], _Head | None, list[str]]
+
+
+def _read_sqlite(file: Path) -> _Read:
+    try:
+        connection = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as error:
+        raise AuditReadError(f"cannot open {str(file)!r} as SQLite ({error})") from error
+    try:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+        if "audit_log" not in tables:
+            raise AuditReadError(
+                f"{str(file)!r} is an SQLite database without an audit_log table: it is not a "
+                "jevqueue audit log"
+            )
+        rows = connection.execute(
+            f"SELECT {', '.join(COLUMNS)} FROM audit_log ORDER BY seq"
+        ).fetchall()
+        head_row = (
+            connection.execute("SELECT count, record_hash FROM audit_head WHERE id = 0").fetchone()
+            if "audit_head" in tables
+            else None
+        )
+    except sqlite3.DatabaseError as error:
+        raise AuditReadError(
+            f"cannot read the audit log {str(file)!r} ({error}): the database is damaged"
+        ) from error
+    finally:
+        connection.close()
+    records: list[AuditRecord | None] = []
+    problems: list[AuditProblem] = []
+    for index, row in enumerate(rows):
+        try:
+            records.append(row_to_record(row))
+        except (ValueError, TypeError) as error:
+            records.append(None)
+            problems.append(
+                AuditProblem("malformed", index, _text(row[1]), f"unreadable row ({error})")
+            )
+    notes: list[str] = []
+    head: _Head | None = None
+    if head_row is None:
+        notes.append("no head anchor: records cut off the end cannot be detected")
+    else:
+        head = (head_row[0], head_row[1])
+    return records, problems, head, notes
+
+
+def _read_jsonl(file: Path) -> _Read:
+    try:
+        data = file.read_bytes()
+    except OSError as error:
+        raise AuditReadError(
+            f"cannot read the audit log {str(file)!r} ({type(error).__name__}): "
+            "check its permissions"
+        ) from error
+    records: list[AuditRecord | None] = []
+    problems: list[AuditProblem] = []
+    lines = data.split(b"\n")
+    torn = lines.pop()  # after the last newline: empty unless the last write was torn
+    for line in lines:
+        if not line.strip():
+            continue
+        index = len(records)
+        try:
+            parsed = json.loads(line)
+            records.append(AuditRecord.from_dict(parsed))
+        except (ValueError, TypeError, AttributeError) as error:
+            records.append(None)
+            problems.append(AuditProblem("malformed", index, None, f"unreadable line ({error})"))
+    if torn.strip():
+        problems.append(
+            AuditProblem(
+                "truncated",
+                len(records),
+                None,
+                "the last line is incomplete (a torn or cut-off write)",
+            )
+        )
+    notes: list[str] = []
+    head: _Head | None = None
+    anchor = head_path(file)
+    try:
+        text = anchor.read_text("ascii").strip()
+    except FileNotFoundError:
+        notes.append(f"no head anchor {anchor.name}: records cut off the end cannot be detected")
+    except (OSError, UnicodeDecodeError) as error:
+        raise AuditReadError(f"cannot read the head anchor {str(anchor)!r} ({error})") from error
+    else:
+        if text:
+            head = (None, text)
+        elif records:
+            notes.append(f"the head anchor {anchor.name} is empty: it lags the log")
+    if not data.strip() and not records:
+        notes.append("the log is empty")
+    return records, problems, head, notes
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _hash_positions(records: Sequence[AuditRecord | None]) -> dict[str, int]:
+    positions: dict[str, int] = {}
+    for index, record in enumerate(records):
+        if record is not None:
+            positions.setdefault(record.record_hash, index)
+    return positions
+
+
+def _last_hash(records: Sequence[AuditRecord | None]) -> str:
+    if not records:
+        return GENESIS_HASH
+    last = records[-1]
+    return last.record_hash if last is not None else ""
+
+
+def _chain_problems(records: Sequence[AuditRecord | None]) -> list[AuditProblem]:
+    problems: list[AuditProblem] = []
+    positions = _hash_positions(records)
+    seen_ids: dict[str, int] = {}
+    previous: str | None = GENESIS_HASH
+    for index, record in enumerate(records):
+        if record is None:
+            previous = None
+            continue
+        decision = record.decision_id
+        if record.computed_hash() != record.record_hash:
+            problems.append(
+                AuditProblem(
+                    "edited", index, decision, "its content does not match its record_hash"
+                )
+            )
+        if previous is not None and record.prev_hash != previous:
+            origin = positions.get(record.prev_hash)
+            if record.prev_hash == GENESIS_HASH or (origin is not None and origin != index):
+                follows = "the start of the chain" if origin is None else f"index {origin}"
+                problems.append(
+                    AuditProblem(
+                        "reordered",
+                        index,
+                        decision,
+                        f"out of order: in the chain it follows {follows}",
+                    )
+                )
+            else:
+                problems.append(
+                    AuditProblem(
+                        "deleted",
+                        index,
+                        decision,
+                        "the record(s) just before it are missing (its prev_hash names no "
+                        "record in the log), or the record before it was rewritten",
+                    )
+                )
+        first = seen_ids.setdefault(decision, index)
+        if first != index:
+            problems.append(
+                AuditProblem("duplicated", index, decision, f"same decision id as index {first}")
+            )
+        previous = record.record_hash
+    return problems
+
+
+def _head_problems(
+    kind: str, records: Sequence[AuditRecord | None], head: _Head | None, notes: list[str]
+) -> list[AuditProblem]:
+    if head is None:
+        return []
+    count, head_hash = head
+    positions = _hash_positions(records)
+    last = _last_hash(records)
+    held = len(records)
+    if count is not None and count > held and head_hash == last:
+        return [
+            AuditProblem(
+                "deleted",
+                None,
+                None,
+                f"the head anchor counts {count} records but the log holds {held}: "
+                f"{count - held} record(s) were removed from inside the log",
+            )
+        ]
+    if count is not None and count > held:
+        return [
+            AuditProblem(
+                "truncated",
+                held,
+                None,
+                f"the head anchor counts {count} records but the log holds {held}: "
+                f"{count - held} record(s) were cut off after index {held - 1}",
+            )
+        ]
+    if count is not None and count < held:
+        return [
+            AuditProblem(
+                "inserted",
+                count,
+                None,
+                f"{held - count} record(s) from index {count} on lie beyond the head anchor: "
+                "they were added outside the log",
+            )
+        ]
+    if head_hash == last or head_hash is None:
+        return []
+    where = positions.get(head_hash)
+    if where is None:
+        return [
+            AuditProblem(
+                "truncated",
+                held,
+                None,
+                f"the head anchor names record {head_hash}, which is not in the log: records "
+                "were cut off the end (or the last record was rewritten)",
+            )
+        ]
+    if kind == "jsonl":
+        notes.append(
+            f"the head anchor is {held - 1 - where} record(s) behind the log (a crash between "
+            "writing a record and its anchor)"
+        )
+        return []
+    return [
+        AuditProblem(
+            "inserted",
+            where + 1,
+            None,
+            "records after the head anchor were added outside the log",
+        )
+    ]

@@ -1,0 +1,119 @@
+"""``jevqueue policy``: check policy files, and explain what the policy says about a call."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+__all__ = ["policy"]
+
+
+@click.group()
+def policy() -> None:
+    """Check policy files and explain verdicts."""
+
+
+@policy.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str))
+@click.option("--quiet", "-q", is_flag=True, help="Print mistakes only, no summary or warnings.")
+def check(files: tuple[str, ...], quiet: bool) -> None:
+    """Report every mistake in FILES with its file and line.
+
+    Exits 0 when every file is usable, 1 when any has a mistake.
+    """
+    from jevqueue.policy_file import check_policy_file
+
+    mistakes = 0
+    for file in files:
+        report = check_policy_file(file)
+        for error in report.errors:
+            click.echo(str(error))
+        if not quiet:
+            for warning in report.warnings:
+                click.echo(str(warning))
+        mistakes += len(report.errors)
+        if report.ok and not quiet:
+            click.echo(report.summary())
+    if mistakes:
+        plural = "" if mistakes == 1 else "s"
+        click.echo(f"{mistakes} mistake{plural} found", err=True)
+        raise SystemExit(1)
+
+
+def _json_object(value: str, option: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise click.BadParameter(f"not valid JSON: {error.msg}", param_hint=option) from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter("must be a JSON object", param_hint=option)
+    return parsed
+
+
+@policy.command()
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, path_type=str))
+@click.option("--tool", "tool_name", required=True, help="The tool name, e.g. write_to_file.")
+@click.option("--args", "arguments", default="{}", help="The tool arguments as a JSON object.")
+@click.option(
+    "--context",
+    "context",
+    required=True,
+    help='The execution context as a JSON object: {"task_id": ..., "actor_id": ..., '
+    '"workspace": ..., "git_sha": ..., "environment": ...}.',
+)
+@click.option(
+    "--registry",
+    type=click.Choice(["generic", "antigravity"]),
+    default="antigravity",
+    show_default=True,
+    help="Which built-in tool registry to judge the call against.",
+)
+def explain(
+    files: tuple[str, ...], tool_name: str, arguments: str, context: str, registry: str
+) -> None:
+    """Show the verdict the default policy plus FILES gives one tool call.
+
+    Nothing runs and nothing is audited. Exits 0 whatever the verdict, 1 when the call
+    is refused before evaluation (unregistered tool, bad context or arguments), 2 on
+    usage mistakes.
+    """
+    from jevqueue.action import Action
+    from jevqueue.errors import JevError, PolicyFileError
+    from jevqueue.pdp import create_default_policy_decision_point
+    from jevqueue.registry import antigravity_registry, generic_registry
+
+    parsed_arguments = _json_object(arguments, "--args")
+    parsed_context = _json_object(context, "--context")
+    tools = antigravity_registry() if registry == "antigravity" else generic_registry()
+    try:
+        pdp = create_default_policy_decision_point(policy_files=list(files), registry=tools)
+    except PolicyFileError as error:
+        click.echo(str(error))
+        raise SystemExit(1) from None
+    try:
+        from jevqueue.context import ExecutionContext
+
+        action = Action.build(
+            tools, tool_name, parsed_arguments, ExecutionContext.coerce(parsed_context)
+        )
+    except JevError as error:
+        click.echo(f"REFUSED before evaluation: {type(error).__name__}: {error}")
+        raise SystemExit(1) from None
+    verdict = pdp.evaluate(action)
+    click.echo(f"verdict:   {verdict.kind.value}")
+    click.echo(f"digest:    {verdict.action_digest or action.digest}")
+    if verdict.policy_revision:
+        click.echo(f"revision:  {verdict.policy_revision}")
+    if action.targets:
+        click.echo(f"targets:   {', '.join(action.targets)}")
+    click.echo(f"effects:   {', '.join(sorted(action.side_effects)) or '-'}")
+    if verdict.rule_ids:
+        click.echo(f"rules:     {', '.join(verdict.rule_ids)}")
+    if verdict.obligations:
+        click.echo(f"requires:  {', '.join(verdict.obligations)}")
+    for reason in verdict.reasons:
+        click.echo(f"reason:    {reason}")
+    if verdict.repaired is not None:
+        click.echo(f"repaired:  {json.dumps(dict(verdict.repaired), sort_keys=True)}")

@@ -1,0 +1,490 @@
+"""The default rules: what every jevqueue policy enforces unless you add stricter ones.
+
+=================================  =========================================================
+rule_id                            verdict
+=================================  =========================================================
+``jevqueue.workspace.containment``  DENY when a target is not strictly inside the workspace
+                                   (the workspace itself and a sibling such as ``/ws-evil``
+                                   next to ``/ws`` are outside).
+``jevqueue.shell.cwd``             DENY when a tool with a working directory has it outside
+                                   the workspace (the workspace itself is fine), or a shell
+                                   tool declares no working directory at all.
+``jevqueue.shell.approval``        ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for every
+                                   ``shell_command`` side effect.
+``jevqueue.paths.git``             DENY for writes into ``.git`` (hooks and config there run
+                                   code on the next git command; use git itself instead).
+``jevqueue.paths.ci``              ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for writes to
+                                   CI and automation config (``.github/workflows/``,
+                                   ``.gitlab-ci.yml``, ``.circleci/``, ``Jenkinsfile``,
+                                   ``.husky/``, ``.pre-commit-config.yaml``,
+                                   ``.devcontainer/``, ``.vscode/`` ...): code there runs
+                                   later with other people's credentials.
+``jevqueue.paths.secrets``         ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for reading
+                                   or writing secret stores (``.env*`` except templates such
+                                   as ``.env.example``, ``*.pem``, ``*.key``, ``id_rsa``,
+                                   ``.ssh/``, ``.aws/``, ``.netrc``, ``.npmrc`` ...).
+``jevqueue.content.credentials``   DENY when the tool's content carries a credential (cloud
+                                   keys, private key blocks, common API token formats).
+``jevqueue.paths.normalize``       REPAIR a path argument written with ``..`` segments or a
+                                   leading ``~`` into its resolved form, so the path an
+                                   approver reads is the path the tool will touch.
+=================================  =========================================================
+
+Why approval and not denial for CI and secrets: editing a workflow or a ``.env`` file is
+sometimes exactly the task, and a person can judge it; writing into ``.git`` never is.
+Path components are compared case-insensitively, because common filesystems (macOS,
+Windows) treat ``.GIT/hooks`` and ``.git/hooks`` as the same directory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from jevqueue.action import Action
+from jevqueue.registry import FILE_DELETE, FILE_WRITE, SHELL_COMMAND
+from jevqueue.rule import Rule
+from jevqueue.verdict import Verdict
+
+__all__ = [
+    "EXPLICIT_APPROVAL",
+    "CIConfigRule",
+    "CredentialContentRule",
+    "GitInternalsRule",
+    "PathNormalizationRule",
+    "SecretFileRule",
+    "ShellApprovalRule",
+    "ShellWorkingDirectoryRule",
+    "WorkspaceContainmentRule",
+    "default_rules",
+]
+
+EXPLICIT_APPROVAL = "explicit_approval"
+"""The obligation a person's signed approval of the exact action digest fulfils."""
+
+_WRITES = frozenset({FILE_WRITE, FILE_DELETE})
+
+
+class WorkspaceContainmentRule:
+    """DENY when any target is not strictly inside the workspace."""
+
+    rule_id = "jevqueue.workspace.containment"
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Check every resolved target against the workspace."""
+        outside = [
+            field
+            for field, parts in zip(action.target_fields, action.relative_targets, strict=True)
+            if parts is None
+        ]
+        if not outside:
+            return None
+        return Verdict.deny(
+            *(
+                f"{field} resolves outside the workspace (after ~, '..', symbolic links and "
+                "absolute paths are resolved): keep every path strictly inside the workspace"
+                for field in outside
+            ),
+            rule_ids=(self.rule_id,),
+        )
+
+
+class ShellWorkingDirectoryRule:
+    """DENY a working directory outside the workspace, or a shell tool without one."""
+
+    rule_id = "jevqueue.shell.cwd"
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Check the resolved working directory."""
+        spec = action.spec
+        cwd_field = spec.cwd_field if spec is not None else None
+        if cwd_field is None:
+            if SHELL_COMMAND in action.side_effects:
+                return Verdict.deny(
+                    "a shell command needs a working directory inside the workspace, and this "
+                    "tool declares no cwd_field: register it with one",
+                    rule_ids=(self.rule_id,),
+                )
+            return None
+        cwd = action.cwd
+        if cwd is None:
+            if SHELL_COMMAND in action.side_effects:
+                return Verdict.deny(
+                    f"{cwd_field} (the working directory) is missing: pass a directory "
+                    "inside the workspace",
+                    rule_ids=(self.rule_id,),
+                )
+            return None
+        root = action.workspace_root
+        if cwd == root or (root != "/" and cwd.startswith(root + "/")):
+            return None
+        return Verdict.deny(
+            f"{cwd_field} (the working directory) resolves outside the workspace: run "
+            "commands from the workspace or a directory inside it",
+            rule_ids=(self.rule_id,),
+        )
+
+
+class ShellApprovalRule:
+    """ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for shell commands."""
+
+    rule_id = "jevqueue.shell.approval"
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Require an approval bound to the digest for every ``shell_command``."""
+        if SHELL_COMMAND not in action.side_effects:
+            return None
+        return Verdict.allow_with_obligations(
+            (EXPLICIT_APPROVAL,),
+            "a shell command runs with the agent's full authority: it needs an explicit "
+            "approval of this exact action digest",
+            rule_ids=(self.rule_id,),
+        )
+
+
+class GitInternalsRule:
+    """DENY writes into ``.git``."""
+
+    rule_id = "jevqueue.paths.git"
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Look for a ``.git`` component in every written target."""
+        if action.side_effects.isdisjoint(_WRITES):
+            return None
+        hits = [field for field, parts in action.folded_targets if ".git" in parts]
+        if not hits:
+            return None
+        return Verdict.deny(
+            *(
+                f"{field} is inside .git, where hooks and config run code on the next git "
+                "command: change the repository with git itself, never by writing into .git"
+                for field in hits
+            ),
+            rule_ids=(self.rule_id,),
+        )
+
+
+_CI_DIRECTORIES = frozenset(
+    {".circleci", ".buildkite", ".husky", ".devcontainer", ".vscode", ".woodpecker", ".gitlab"}
+)
+_CI_FILES = frozenset(
+    {
+        ".gitlab-ci.yml",
+        ".gitlab-ci.yaml",
+        ".travis.yml",
+        ".drone.yml",
+        "jenkinsfile",
+        "azure-pipelines.yml",
+        "azure-pipelines.yaml",
+        "bitbucket-pipelines.yml",
+        ".appveyor.yml",
+        "appveyor.yml",
+        ".woodpecker.yml",
+        ".pre-commit-config.yaml",
+        "cloudbuild.yaml",
+        "cloudbuild.yml",
+    }
+)
+
+
+def _is_ci(parts: tuple[str, ...]) -> bool:
+    if parts[-1] in _CI_FILES:
+        return True
+    directories = parts[:-1]
+    if not _CI_DIRECTORIES.isdisjoint(directories):
+        return True
+    for index in range(len(directories) - 1):
+        if directories[index] == ".github" and directories[index + 1] in {
+            "workflows",
+            "actions",
+        }:
+            return True
+    return False
+
+
+class CIConfigRule:
+    """Require explicit approval for writes to CI and automation config."""
+
+    rule_id = "jevqueue.paths.ci"
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Match every written target against the CI and automation locations."""
+        if action.side_effects.isdisjoint(_WRITES):
+            return None
+        hits = [field for field, parts in action.folded_targets if _is_ci(parts)]
+        if not hits:
+            return None
+        return Verdict.allow_with_obligations(
+            (EXPLICIT_APPROVAL,),
+            *(
+                f"{field} is CI or automation configuration, whose code runs later with other "
+                "credentials: it needs an explicit approval"
+                for field in hits
+            ),
+            rule_ids=(self.rule_id,),
+        )
+
+
+_SECRET_DIRECTORIES = frozenset({".ssh", ".aws", ".gnupg", ".kube", ".docker"})
+_SECRET_NAME = re.compile(
+    r"\.env(?!\.(?:example|sample|template|dist|defaults)$).*"
+    r"|(?:id_rsa|id_dsa|id_ecdsa|id_ed25519)(?!.*\.pub$).*"
+    r"|.*\.(?:pem|key|p12|pfx|jks|keystore|ppk|tfstate)"
+    r"|\.netrc|_netrc|\.npmrc|\.pypirc|\.git-credentials|\.pgpass"
+    r"|credentials|credentials\.json|service-account\.json",
+    re.DOTALL,
+)
+
+
+def _is_secret(parts: tuple[str, ...]) -> bool:
+    if _SECRET_NAME.fullmatch(parts[-1]):
+        return True
+    if len(parts) >= 2 and parts[-2] == ".git" and parts[-1] == "config":
+        return True  # remote URLs there often carry tokens
+    return len(parts) > 1 and not _SECRET_DIRECTORIES.isdisjoint(parts[:-1])
+
+
+class SecretFileRule:
+    """Require explicit approval for reading or writing secret stores."""
+
+    rule_id = "jevqueue.paths.secrets"
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Match every target against the secret-store names."""
+        hits = [field for field, parts in action.folded_targets if _is_secret(parts)]
+        if not hits:
+            return None
+        return Verdict.allow_with_obligations(
+            (EXPLICIT_APPROVAL,),
+            *(
+                f"{field} is a secret store (environment file, key or credentials): touching "
+                "it needs an explicit approval"
+                for field in hits
+            ),
+            rule_ids=(self.rule_id,),
+        )
+
+
+_CREDENTIALS: tuple[tuple[str, str], ...] = (
+    ("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z2-7]{16}\b"),
+    (
+        "aws_secret_key",
+        r"(?i:aws_?secret_?(?:access_?)?key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+]{40}\b",
+    ),
+    (
+        "private_key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+    ),
+    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{40,255})\b"),
+    ("gitlab_token", r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("slack_webhook", r"https://hooks\.slack\.com/services/T[A-Za-z0-9_/]{20,}"),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ("stripe_key", r"\b[rs]k_live_[0-9A-Za-z]{20,}"),
+    (
+        "openai_key",
+        r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}",
+    ),
+    ("anthropic_key", r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_\-]{80,}"),
+    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("pypi_token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"),
+    ("huggingface_token", r"\bhf_[A-Za-z]{34}\b"),
+)
+_CREDENTIAL_PATTERN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _CREDENTIALS))
+_LABELS = {
+    "aws_access_key": "an AWS access key id",
+    "aws_secret_key": "an AWS secret access key",
+    "private_key": "a private key block",
+    "github_token": "a GitHub token",
+    "gitlab_token": "a GitLab token",
+    "slack_token": "a Slack token",
+    "slack_webhook": "a Slack webhook URL",
+    "google_api_key": "a Google API key",
+    "stripe_key": "a Stripe live key",
+    "openai_key": "an OpenAI API key",
+    "anthropic_key": "an Anthropic API key",
+    "npm_token": "an npm token",
+    "pypi_token": "a PyPI token",
+    "huggingface_token": "a Hugging Face token",
+}
+
+
+def _strings(value: Any) -> Iterator[str]:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            yield item
+        elif kind is dict:
+            stack.extend(item.values())
+            stack.extend(item.keys())
+        elif kind is list:
+            stack.extend(item)
+
+
+def _content(arguments: Any, pointer: tuple[str, ...]) -> Iterator[str]:
+    """Yield every string under ``pointer`` (``*`` = every child).
+
+    A string met before the pointer ends is yielded whole: content sent as a JSON-encoded
+    string instead of a list is still scanned.
+    """
+    frontier = [arguments]
+    for segment in pointer:
+        following: list[Any] = []
+        for node in frontier:
+            kind = type(node)
+            if kind is str:
+                yield node
+            elif kind is dict:
+                if segment == "*":
+                    following.extend(node.values())
+                elif segment in node:
+                    following.append(node[segment])
+            elif kind is list and segment == "*":
+                following.extend(node)
+        frontier = following
+    for node in frontier:
+        yield from _strings(node)
+
+
+class CredentialContentRule:
+    """DENY content that carries credentials.
+
+    Scans the tool's declared ``content_fields`` (every string in the arguments when it
+    declares none). The reason names the kind of credential and the field, never the value.
+    """
+
+    rule_id = "jevqueue.content.credentials"
+
+    def __init__(self) -> None:
+        self._pointers: dict[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]] = {}
+
+    def _fields(self, content_fields: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        pointers = self._pointers.get(content_fields)
+        if pointers is None:
+            pointers = tuple((field, tuple(field.split("/"))) for field in content_fields)
+            self._pointers[content_fields] = pointers
+        return pointers
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Search the content for credential formats."""
+        spec = action.spec
+        content_fields = spec.content_fields if spec is not None else ()
+        found: dict[str, str] = {}
+        search = _CREDENTIAL_PATTERN.search
+        arguments = action.arguments
+        if content_fields:
+            for field, pointer in self._fields(content_fields):
+                texts: Iterable[str]
+                if len(pointer) == 1:
+                    value = arguments.get(pointer[0])
+                    if value is None:
+                        continue
+                    texts = (value,) if type(value) is str else _strings(value)
+                else:
+                    texts = _content(arguments, pointer)
+                for text in texts:
+                    match = search(text)
+                    if match is not None and match.lastgroup is not None:
+                        found.setdefault(match.lastgroup, field.split("/")[0])
+        else:
+            for text in _strings(arguments):
+                match = search(text)
+                if match is not None and match.lastgroup is not None:
+                    found.setdefault(match.lastgroup, "the arguments")
+        if not found:
+            return None
+        return Verdict.deny(
+            *(
+                f"{field} carries {_LABELS[kind]}: never pass credentials through a tool "
+                "call; reference them from a secret store the tool reads itself"
+                for kind, field in found.items()
+            ),
+            rule_ids=(self.rule_id,),
+        )
+
+
+class PathNormalizationRule:
+    """REPAIR paths written with ``..`` segments or a leading ``~``.
+
+    The repaired proposal holds each such path in its resolved form — workspace-relative
+    when the agent wrote a relative or ``~`` path (absolute for ``~`` so the tool still
+    gets a full path), under the context's workspace when it wrote an absolute one — so
+    the path an approver reads is the path the tool touches. Only paths that resolve
+    inside the workspace are repaired; the rest are denied by the containment rules.
+    """
+
+    rule_id = "jevqueue.paths.normalize"
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Repair every indirect path whose target lies inside the workspace."""
+        spec = action.spec
+        if spec is None:
+            return None
+        arguments = action.arguments
+        root = action.workspace_root
+        workspace = action.context.workspace
+        fixes: dict[str, str] = {}
+        pairs: list[tuple[str, str]] = [
+            (field, target)
+            for field, target in zip(action.target_fields, action.targets, strict=True)
+            if _maybe_indirect(arguments.get(field))
+        ]
+        cwd_field = spec.cwd_field
+        cwd = action.cwd
+        if cwd_field is not None and cwd is not None and _maybe_indirect(arguments.get(cwd_field)):
+            pairs.append((cwd_field, cwd))
+        for field, target in pairs:
+            raw = arguments[field]
+            if not _indirect(raw):
+                continue
+            if target == root:
+                relative = "."
+            elif root != "/" and target.startswith(root + "/"):
+                relative = target[len(root) + 1 :]
+            else:
+                return None  # outside: the containment rules deny it
+            if raw.startswith(("/", "~")):
+                fixed = workspace if relative == "." else workspace + "/" + relative
+            else:
+                fixed = relative
+            if fixed != raw:
+                fixes[field] = fixed
+        if not fixes:
+            return None
+        repaired = dict(arguments)
+        repaired.update(fixes)
+        return Verdict.repair(
+            action.tool,
+            repaired,
+            *(
+                f"{field} is written indirectly ('..' segments or '~'): resubmit the repaired "
+                "proposal, which names the resolved path inside the workspace"
+                for field in fixes
+            ),
+            rule_ids=(self.rule_id,),
+        )
+
+
+def _maybe_indirect(raw: object) -> bool:
+    return type(raw) is str and (".." in raw or raw[:1] == "~")
+
+
+def _indirect(raw: str) -> bool:
+    return raw.startswith("~") or ".." in raw.split("/")
+
+
+def default_rules() -> tuple[Rule, ...]:
+    """Return fresh instances of every default rule, in evaluation order."""
+    return (
+        WorkspaceContainmentRule(),
+        ShellWorkingDirectoryRule(),
+        GitInternalsRule(),
+        CredentialContentRule(),
+        ShellApprovalRule(),
+        CIConfigRule(),
+        SecretFileRule(),
+        PathNormalizationRule(),
+    )

@@ -1,0 +1,365 @@
+"""The default ballot: BM25-style word matching of the user's request against tool schemas.
+
+Pure Python, no dependencies. A tool's document is its name (split on ``snake_case``,
+``camelCase`` and dots), its description, and the names and descriptions of its
+parameters, each field weighted by how much it says about what the tool is for.
+
+A score is the share of the request's content words the tool covers, each covered word
+counted with a BM25 saturation of how often and where the tool mentions it. It is an
+absolute measure, not a share of the toolset, so it means the same with one tool as with a
+hundred: a lone tool that covers little of the request scores low, and two tools that both
+cover the request both score high (a small lead, so the governor asks rather than forces).
+Words that every tool of a larger toolset mentions count less, since they cannot tell the
+tools apart.
+
+The index of a toolset is cached by the content it reads (names, descriptions, parameter
+names and descriptions), so a ``tools()`` that rebuilds equal schemas every turn reuses
+it, and a changed description rebuilds it.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jevqueue.errors import InvalidToolSchemaError
+from jevqueue.tool_schema import normalize_tool
+
+__all__ = ["LexicalBallot"]
+
+_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|[0-9]+")
+
+# Function words, and the request verbs every tool and every request share ("get",
+# "calculate", "find", ...): they carry no evidence for one tool over another.
+_STOPWORD_TEXT = """
+    a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just let me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves
+    please could kindly want need like would help tell show give get find fetch retrieve
+    provide calculate compute determine know using use used given specific specified
+    certain particular based via one two new current also e g eg i e ie etc
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+# How much a word says about the tool, by where the tool mentions it.
+_FIELD_WEIGHTS = {"name": 3.0, "description": 1.0, "param_name": 1.0, "param_description": 0.5}
+_K1 = 1.2
+_B = 0.5
+# The weight of "how much of the tool's own text the request mentions" in a score; the
+# rest is "how much of the request the tool explains".
+_OWN_TEXT = 0.9
+_CACHE_SIZE = 16
+_RECENT_SIZE = 2
+
+
+def _stem(word: str) -> str:
+    # A light suffix stripper: enough to match "files"/"file", "sorted"/"sort",
+    # "booking"/"book", applied identically to requests and schemas.
+    if len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ing") and len(word) > 5:
+        word = word[:-3]
+    elif word.endswith("ed") and len(word) > 4:
+        word = word[:-2]
+    if len(word) > 4 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]
+    if word.endswith("e") and len(word) > 4:
+        word = word[:-1]
+    return word
+
+
+def _terms(text: str) -> list[str]:
+    """Content terms of ``text``: split words and identifiers, lowercase, drop stopwords."""
+    out: list[str] = []
+    for raw in _WORD.findall(text):
+        word = raw.lower()
+        if len(word) < 2 or word in _STOPWORDS or word.isdigit():
+            continue
+        out.append(_stem(word))
+    return out
+
+
+def _query_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text of the newest user message ("" when there is none)."""
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, Sequence):
+            parts: list[str] = []
+            for part in content:
+                if isinstance(part, str):
+                    parts.append(part)
+                elif isinstance(part, Mapping):
+                    text = part.get("text")
+                    if isinstance(text, str):
+                        parts.append(text)
+            return " ".join(parts)
+        return ""
+    return ""
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+# What the index reads from one tool: (name, description, ((param, param description), ...)).
+_ToolKey = tuple[str, str, tuple[tuple[str, str], ...]]
+
+
+def _tool_key(tool: Mapping[str, Any], position: int) -> _ToolKey:
+    """The fields of one tool the index depends on, from either OpenAI tool shape."""
+    # Fast path for the plain dicts hosts build (this runs for every tool on every turn);
+    # anything unusual takes the checked path, which raises on a malformed tool.
+    if type(tool) is dict:
+        inner = tool.get("function")
+        spec = tool if inner is None else inner
+        if type(spec) is dict and (inner is None or tool.get("type", "function") == "function"):
+            name = spec.get("name")
+            description = spec.get("description", "")
+            if type(name) is str and name and type(description) is str:
+                parameters = spec.get("parameters")
+                if parameters is None:
+                    return (name, description, ())
+                if type(parameters) is dict:
+                    properties = parameters.get("properties")
+                    if type(properties) is dict:
+                        return (name, description, _params(properties))
+    schema = normalize_tool(tool, where=f"tools[{position}]")
+    properties = schema.parameters.get("properties")
+    params = _params(properties) if isinstance(properties, Mapping) else ()
+    return (schema.name, schema.description, params)
+
+
+def _params(properties: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        [
+            (pname, pschema.get("description") or "")
+            if type(pschema) is dict and type(pname) is str
+            else (
+                str(pname),
+                _text(pschema.get("description")) if isinstance(pschema, Mapping) else "",
+            )
+            for pname, pschema in properties.items()
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class _Index:
+    names: tuple[str, ...]
+    # term -> ((tool position, request-side share, name share, name+description share), ...)
+    postings: Mapping[str, tuple[tuple[int, float, float, float], ...]]
+    # term -> weight in (0, 1]: lower when many tools of the set mention the term
+    weights: Mapping[str, float]
+
+
+def _build_index(keys: Sequence[_ToolKey]) -> _Index:
+    docs: list[dict[str, float]] = []
+    names: list[frozenset[str]] = []
+    cores: list[frozenset[str]] = []
+    for name, description, params in keys:
+        tf: dict[str, float] = {}
+        fields: list[tuple[str, float]] = [
+            (name, _FIELD_WEIGHTS["name"]),
+            (description, _FIELD_WEIGHTS["description"]),
+        ]
+        for pname, pdesc in params:
+            fields.append((pname, _FIELD_WEIGHTS["param_name"]))
+            fields.append((_text(pdesc), _FIELD_WEIGHTS["param_description"]))
+        for text, weight in fields:
+            for term in _terms(text):
+                tf[term] = tf.get(term, 0.0) + weight
+        docs.append(tf)
+        name_terms = frozenset(_terms(name))
+        names.append(name_terms)
+        cores.append(name_terms | frozenset(_terms(description)))
+    n = len(docs)
+    document_frequency: dict[str, int] = {}
+    for tf in docs:
+        for term in tf:
+            document_frequency[term] = document_frequency.get(term, 0) + 1
+    # With one or two tools every term is as telling as any other; in larger sets a term
+    # most tools share (a common preamble, "file" in a file system) says little about
+    # which tool the request wants.
+    weights = {
+        term: 1.0 if n <= 2 else math.log1p(n / df) / math.log1p(n)
+        for term, df in document_frequency.items()
+    }
+    lengths = [sum(tf.values()) for tf in docs]
+    avg = (sum(lengths) / n) if n else 1.0
+    postings: dict[str, list[tuple[int, float, float, float]]] = {}
+    for position, tf in enumerate(docs):
+        norm = _K1 * (1.0 - _B + _B * (lengths[position] / avg if avg else 1.0))
+        name_total = sum(weights[term] for term in names[position])
+        core_total = sum(weights[term] for term in cores[position])
+        for term, freq in tf.items():
+            weight = weights[term]
+            # BM25 saturation: a term named once in the tool's name gives ~0.7, once in
+            # its description ~0.45, absent 0.
+            request_side = weight * freq / (freq + norm)
+            core_share = weight / core_total if term in cores[position] and core_total else 0.0
+            # A name with no content words ("get") defers to the description.
+            if not name_total:
+                name_share = core_share
+            else:
+                name_share = weight / name_total if term in names[position] else 0.0
+            postings.setdefault(term, []).append((position, request_side, name_share, core_share))
+    names_in_order = tuple(key[0] for key in keys)
+    if len(set(names_in_order)) != len(names_in_order):
+        duplicate = next(name for name in names_in_order if names_in_order.count(name) > 1)
+        raise InvalidToolSchemaError(
+            f"two tools are named {duplicate!r}: give every tool a unique name so that "
+            "forcing one is unambiguous"
+        )
+    return _Index(
+        names=names_in_order,
+        postings={term: tuple(plist) for term, plist in postings.items()},
+        weights=weights,
+    )
+
+
+class LexicalBallot:
+    """Scores every tool by how well the newest user message and the tool's schema match.
+
+    A score in [0, 1] combines two BM25-style coverages, with terms weighted by how few
+    tools of the set mention them:
+
+    * mostly (``0.9``) how much of the tool's *own* text the request mentions: the
+      geometric mean of the share of the tool's name words in the request and the share
+      of its name and description words in it. Calibrated against the tool's self-match,
+      this is 1 when the request says everything the tool's name and description say,
+      whatever the request's length, so a lone tool scores as it would among many.
+    * a little (``0.1``) how much of the request the tool's schema explains (name,
+      description, parameter names and descriptions, saturated by how often and where),
+      so that a tool sharing any word with the request scores above 0 and a tool sharing
+      none scores exactly 0.
+
+    A request with no content words, or no user message, scores 0 for every tool.
+
+    Example:
+        >>> ballot = LexicalBallot()
+        >>> tools = [{"name": "read_file", "description": "Read a text file."}]
+        >>> scores = ballot.score([{"role": "user", "content": "read the file"}], tools)
+        >>> 0.0 < scores["read_file"] <= 1.0
+        True
+    """
+
+    def __init__(self) -> None:
+        self._indexes: OrderedDict[tuple[_ToolKey, ...], _Index] = OrderedDict()
+        # Copies of the toolsets most recently indexed: an equal toolset (the same one, or
+        # one the host rebuilt with the same content) is recognised by one comparison
+        # that runs in C, without re-reading every tool.
+        self._recent: tuple[tuple[list[Any], _Index], ...] = ()
+        self._last_query: str | None = None
+        self._last_terms: tuple[str, ...] = ()
+
+    def _index_for(self, tools: Sequence[Mapping[str, Any]]) -> _Index:
+        """The (cached) index of ``tools``.
+
+        Raises:
+            InvalidToolSchemaError: A tool is in neither OpenAI shape.
+        """
+        as_list = tools if type(tools) is list else list(tools)
+        for snapshot, cached in self._recent:
+            if snapshot == as_list:
+                return cached
+        key = tuple(_tool_key(tool, position) for position, tool in enumerate(as_list))
+        index = self._indexes.get(key)
+        if index is not None:
+            self._indexes.move_to_end(key)
+            return index
+        index = _build_index(key)
+        self._indexes[key] = index
+        if len(self._indexes) > _CACHE_SIZE:
+            self._indexes.popitem(last=False)
+        try:
+            snapshot = copy.deepcopy(as_list)
+        except Exception:  # a toolset that cannot be copied is read field by field each turn
+            return index
+        self._recent = ((snapshot, index), *self._recent[: _RECENT_SIZE - 1])
+        return index
+
+    def _query_terms(self, text: str) -> tuple[str, ...]:
+        if text != self._last_query:
+            self._last_terms = tuple(dict.fromkeys(_terms(text)))
+            self._last_query = text
+        return self._last_terms
+
+    def score(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> Mapping[str, float]:
+        """Score every tool against the newest user message.
+
+        Args:
+            messages: The conversation, oldest first, in OpenAI message form.
+            tools: The tools offered this turn, in either OpenAI shape.
+
+        Returns:
+            Tool name to a score in [0, 1], highest first (ties in toolset order).
+
+        Raises:
+            InvalidToolSchemaError: A tool is in neither OpenAI shape, or two tools share
+                a name.
+        """
+        index = self._index_for(tools)
+        names = index.names
+        if not names:
+            return {}
+        # position -> [request side, name share, name+description share]
+        touched: dict[int, list[float]] = {}
+        total = 0.0
+        postings = index.postings
+        weights = index.weights
+        for term in self._query_terms(_query_text(messages)):
+            plist = postings.get(term)
+            if plist is None:
+                total += 1.0
+                continue
+            total += weights[term]
+            for position, request_side, name_share, core_share in plist:
+                sums = touched.get(position)
+                if sums is None:
+                    touched[position] = [request_side, name_share, core_share]
+                else:
+                    sums[0] += request_side
+                    sums[1] += name_share
+                    sums[2] += core_share
+        if not touched:
+            return dict.fromkeys(names, 0.0)
+        scored = sorted(
+            (
+                (
+                    -min(
+                        1.0,
+                        _OWN_TEXT * math.sqrt(min(1.0, named) * min(1.0, described))
+                        + (1.0 - _OWN_TEXT) * request / total,
+                    ),
+                    position,
+                )
+                for position, (request, named, described) in touched.items()
+            )
+        )
+        result = {names[position]: -negative for negative, position in scored}
+        for name in names:
+            if name not in result:
+                result[name] = 0.0
+        return result

@@ -1,0 +1,223 @@
+"""The policy decision point: every rule's opinion, combined into one verdict.
+
+Combination, in precedence order:
+
+1. any DENY wins; its reasons are every denying rule's reasons;
+2. else any REPAIR wins (the first repairing rule's proposal; every repairing rule's
+   reasons);
+3. else ALLOW_WITH_OBLIGATIONS with the union of all obligations;
+4. else ALLOW (no rule objected).
+
+A rule that raises, or returns something that is not a
+:class:`~jevqueue.verdict.Verdict`, counts as a DENY naming the rule (fail closed). Rules
+from policy files are added to the defaults, so they can tighten the policy but never turn
+a default DENY into anything else. The verdict is bound to the action's digest and to the
+PDP's ``revision``: a hash of the rule ids, any rule ``fingerprint`` and the bytes of every
+policy file, so an audit record says exactly which policy decided.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from jevqueue.default_rules import default_rules
+from jevqueue.errors import ConfigurationError
+from jevqueue.verdict import Verdict, VerdictKind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.action import Action
+    from jevqueue.registry import ToolRegistry
+    from jevqueue.rule import Rule
+
+__all__ = [
+    "PolicyDecisionPoint",
+    "RuleBasedPolicyDecisionPoint",
+    "create_default_policy_decision_point",
+]
+
+_FAIL_CLOSED = "jevqueue.pdp.fail_closed"
+
+
+@runtime_checkable
+class PolicyDecisionPoint(Protocol):
+    """Anything that judges actions: a ``revision`` string and :meth:`evaluate`."""
+
+    revision: str
+
+    def evaluate(self, action: Action) -> Verdict:
+        """Return the verdict for ``action``."""
+        ...
+
+
+def _revision(rules: Sequence[Rule], files: Sequence[tuple[str, bytes]]) -> str:
+    description = {
+        "rules": [[rule.rule_id, str(getattr(rule, "fingerprint", ""))] for rule in rules],
+        "files": [hashlib.sha256(content).hexdigest() for _, content in files],
+    }
+    encoded = json.dumps(description, sort_keys=True, separators=(",", ":")).encode()
+    return "sha256:" + hashlib.sha256(encoded).hexdigest()
+
+
+class RuleBasedPolicyDecisionPoint:
+    """Combines the verdicts of a sequence of rules.
+
+    Args:
+        rules: the rules, evaluated in order (every rule always runs).
+        revision: a fixed revision string; by default a hash of the rule ids.
+        registry: the tool registry the policy was written for, kept for reference.
+
+    Raises:
+        ConfigurationError: a rule lacks a string ``rule_id`` or an ``evaluate`` method,
+            or two rules share an id.
+    """
+
+    def __init__(
+        self,
+        rules: Iterable[Rule],
+        *,
+        revision: str | None = None,
+        registry: ToolRegistry | None = None,
+    ) -> None:
+        self.rules: tuple[Rule, ...] = tuple(rules)
+        seen: set[str] = set()
+        for rule in self.rules:
+            rule_id = getattr(rule, "rule_id", None)
+            if not isinstance(rule_id, str) or not rule_id:
+                raise ConfigurationError(
+                    f"{type(rule).__name__} has no rule_id: give every rule a stable string id"
+                )
+            if not callable(getattr(rule, "evaluate", None)):
+                raise ConfigurationError(f"rule {rule_id!r} has no evaluate(action) method")
+            if rule_id in seen:
+                raise ConfigurationError(f"two rules share the id {rule_id!r}: ids must be unique")
+            seen.add(rule_id)
+        self.revision: str = revision if revision is not None else _revision(self.rules, ())
+        self.registry = registry
+        self._evaluators = tuple((rule.rule_id, rule.evaluate) for rule in self.rules)
+
+    def evaluate(self, action: Action) -> Verdict:
+        """Ask every rule and combine the answers (see the module docstring)."""
+        denials: list[Verdict] = []
+        repairs: list[Verdict] = []
+        obligated: list[Verdict] = []
+        allowances: list[Verdict] = []
+        for rule_id, evaluate in self._evaluators:
+            try:
+                verdict = evaluate(action)
+            except Exception as error:  # fail closed, without echoing the message
+                denials.append(
+                    Verdict.deny(
+                        f"rule {rule_id} failed ({type(error).__name__}): denied to fail closed",
+                        rule_ids=(rule_id, _FAIL_CLOSED),
+                    )
+                )
+                continue
+            if verdict is None:
+                continue
+            if type(verdict) is not Verdict:
+                denials.append(
+                    Verdict.deny(
+                        f"rule {rule_id} returned a {type(verdict).__name__}, not a Verdict: "
+                        "denied to fail closed",
+                        rule_ids=(rule_id, _FAIL_CLOSED),
+                    )
+                )
+                continue
+            kind = verdict.kind
+            if kind is VerdictKind.DENY:
+                denials.append(verdict)
+            elif kind is VerdictKind.REPAIR:
+                repairs.append(verdict)
+            elif kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and verdict.obligations:
+                obligated.append(verdict)
+            else:
+                allowances.append(verdict)
+        return self._combine(action, denials, repairs, obligated, allowances)
+
+    def _combine(
+        self,
+        action: Action,
+        denials: list[Verdict],
+        repairs: list[Verdict],
+        obligated: list[Verdict],
+        allowances: list[Verdict],
+    ) -> Verdict:
+        digest = action.digest
+        if denials:
+            chosen = denials
+            kind = VerdictKind.DENY
+        elif repairs:
+            chosen = repairs
+            kind = VerdictKind.REPAIR
+        elif obligated:
+            chosen = obligated
+            kind = VerdictKind.ALLOW_WITH_OBLIGATIONS
+        else:
+            if not allowances:
+                return Verdict._bound_allow(digest, self.revision)
+            chosen = allowances
+            kind = VerdictKind.ALLOW
+        reasons = tuple(reason for verdict in chosen for reason in verdict.reasons)
+        rule_ids = tuple(dict.fromkeys(rid for verdict in chosen for rid in verdict.rule_ids))
+        obligations: tuple[str, ...] = ()
+        if kind is VerdictKind.ALLOW_WITH_OBLIGATIONS:
+            obligations = tuple(
+                dict.fromkeys(name for verdict in chosen for name in verdict.obligations)
+            )
+        return Verdict(
+            kind,
+            reasons,
+            obligations=obligations,
+            repaired=chosen[0].repaired if kind is VerdictKind.REPAIR else None,
+            action_digest=digest,
+            policy_revision=self.revision,
+            rule_ids=rule_ids,
+        )
+
+    def __repr__(self) -> str:
+        ids = [rule.rule_id for rule in self.rules]
+        return f"RuleBasedPolicyDecisionPoint(rules={ids!r}, revision={self.revision!r})"
+
+
+def create_default_policy_decision_point(
+    *,
+    policy_files: Iterable[str | PathLike[str]] = (),
+    registry: ToolRegistry | None = None,
+) -> RuleBasedPolicyDecisionPoint:
+    """Return the default policy, plus the rules of any policy files.
+
+    Args:
+        policy_files: policy files whose rules are added after the defaults (see
+            ``docs/policy.md``). They can only tighten the policy: a default DENY stays a
+            DENY.
+        registry: the tool registry the policy is meant for, kept on the PDP.
+
+    Returns:
+        A decision point whose ``revision`` hashes the rule ids and the files' bytes.
+
+    Raises:
+        PolicyFileError: a policy file cannot be read or is invalid (with file and line).
+    """
+    rules: list[Rule] = list(default_rules())
+    files: list[tuple[str, bytes]] = []
+    sources = list(policy_files)
+    if sources:
+        # Imported only when needed: the default policy has no policy-file dependency.
+        from jevqueue.errors import PolicyFileError
+        from jevqueue.policy_file import load_policy_rules
+
+        for source in sources:
+            try:
+                content = Path(source).read_bytes()
+            except OSError as error:
+                raise PolicyFileError(
+                    str(source), None, f"cannot read the policy file ({type(error).__name__})"
+                ) from error
+            files.append((str(source), content))
+            rules.extend(load_policy_rules(Path(source)))
+    return RuleBasedPolicyDecisionPoint(rules, revision=_revision(rules, files), registry=registry)

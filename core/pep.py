@@ -1,0 +1,357 @@
+"""The policy enforcement point: decide, check approvals, audit — then let the call run.
+
+For every action, :meth:`PolicyEnforcementPoint.evaluate`:
+
+1. asks the PDP for a verdict; a PDP that raises or returns something that is not a
+   :class:`~jevqueue.verdict.Verdict` yields DENY (fail closed);
+2. for ALLOW_WITH_OBLIGATIONS, tries to fulfil ``explicit_approval`` with the supplied
+   approval records through :func:`jevqueue.approvals.check_approvals` (bound to the
+   digest, fresh, accepted by the ``approval_verifier``, never used before). Without an
+   ``approval_verifier`` no approval can ever be fulfilled, and a raw string such as
+   ``"explicit_approval"`` never counts;
+3. writes one audit record of the final verdict (when an ``audit_logger`` is set);
+4. returns the verdict.
+
+Audit failure is a denial, everywhere: when the record cannot be written,
+:meth:`~PolicyEnforcementPoint.evaluate` returns a DENY verdict (rule
+``jevqueue.pep.audit``) and :meth:`~PolicyEnforcementPoint.enforce` raises
+:class:`~jevqueue.errors.PolicyDeniedError` whose ``__cause__`` is the
+:class:`~jevqueue.errors.AuditWriteError`. No call runs without its record.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from jevqueue.errors import (
+    AuditWriteError,
+    ConfigurationError,
+    PolicyDeniedError,
+    UnfulfilledObligationError,
+)
+from jevqueue.verdict import Verdict, VerdictKind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.action import Action
+    from jevqueue.pdp import PolicyDecisionPoint
+
+__all__ = ["PolicyEnforcementPoint", "new_decision_id"]
+
+_logger = logging.getLogger("jevqueue.pep")
+
+PDP_FAILED = "jevqueue.pep.fail_closed"
+AUDIT_FAILED = "jevqueue.pep.audit"
+APPROVAL_CHECK_FAILED = "jevqueue.pep.approvals"
+_EXPLICIT_APPROVAL = "explicit_approval"
+
+
+def new_decision_id() -> str:
+    """Return a fresh UUIDv7 string: unique per decision and ordered by time."""
+    milliseconds = time.time_ns() // 1_000_000
+    value = (milliseconds & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big")
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
+    return str(uuid.UUID(int=value))
+
+
+def _bind(verdict: Verdict, digest: str, revision: str) -> Verdict:
+    if verdict.action_digest == digest and verdict.policy_revision == revision:
+        return verdict
+    return Verdict(
+        verdict.kind,
+        verdict.reasons,
+        obligations=verdict.obligations,
+        repaired=verdict.repaired,
+        action_digest=digest,
+        policy_revision=revision,
+        rule_ids=verdict.rule_ids,
+    )
+
+
+def _clip(value: object) -> str:
+    if not isinstance(value, str):
+        return ""
+    return value if len(value) <= 256 else value[:253] + "..."
+
+
+def _sink_writer(audit_logger: Any) -> Callable[[dict[str, Any]], None]:
+    """Return the function that writes one event, hash-chained when possible."""
+    try:
+        from jevqueue.audit import AuditChain
+    except ImportError:
+        chain: Any = None
+    else:
+        chain = AuditChain
+    if chain is not None:
+        wrapped = audit_logger if isinstance(audit_logger, chain) else chain(audit_logger)
+        append: Callable[[dict[str, Any]], None] = wrapped.append
+        return append
+    for name in ("append", "log"):
+        method = getattr(audit_logger, name, None)
+        if callable(method):
+            return method  # type: ignore[no-any-return]
+    raise ConfigurationError(
+        f"audit_logger {type(audit_logger).__name__} has neither append(event) nor "
+        "log(event): pass an audit sink such as jevqueue.audit.SQLiteAuditLog"
+    )
+
+
+class PolicyEnforcementPoint:
+    """Judges each action, fulfils approvals, audits, and says whether it may run.
+
+    Args:
+        pdp: the policy decision point (``create_default_policy_decision_point()``).
+        audit_logger: where decisions are recorded: anything with ``append(event)`` or
+            ``log(event)``. Wrapped in :class:`jevqueue.audit.AuditChain` (hash chaining)
+            when that is available. ``None`` records nothing.
+        approval_verifier: decides whether an approval record is genuine
+            (:class:`jevqueue.approvals.SignedApprovalVerifier`). Without one, no
+            ``explicit_approval`` can be fulfilled.
+        consumed_approvals: remembers used approvals. Defaults, once a verifier is set, to
+            the durable SQLite store at
+            :func:`jevqueue.approvals.default_consumed_approvals_path`, so a used approval
+            stays used across restarts.
+
+    Raises:
+        ConfigurationError: ``pdp`` lacks ``evaluate``/``revision``, or ``audit_logger``
+            has no ``append``/``log`` method.
+    """
+
+    def __init__(
+        self,
+        pdp: PolicyDecisionPoint,
+        *,
+        audit_logger: Any = None,
+        approval_verifier: Any = None,
+        consumed_approvals: Any = None,
+    ) -> None:
+        if not callable(getattr(pdp, "evaluate", None)):
+            raise ConfigurationError(
+                f"pdp {type(pdp).__name__} has no evaluate(action) method: pass "
+                "create_default_policy_decision_point() or another PolicyDecisionPoint"
+            )
+        if approval_verifier is not None and not callable(approval_verifier):
+            raise ConfigurationError(
+                "approval_verifier must be callable as verifier(record, action) -> bool"
+            )
+        if consumed_approvals is not None and not callable(
+            getattr(consumed_approvals, "consume", None)
+        ):
+            raise ConfigurationError(
+                "consumed_approvals must have consume(approval_id, action_digest) -> bool"
+            )
+        self.pdp = pdp
+        self.audit_logger = audit_logger
+        self.approval_verifier = approval_verifier
+        self._consumed = consumed_approvals
+        self._write: Callable[[dict[str, Any]], None] | None = (
+            None if audit_logger is None else _sink_writer(audit_logger)
+        )
+
+    @property
+    def revision(self) -> str:
+        """The PDP's policy revision ("" when it has none)."""
+        revision = getattr(self.pdp, "revision", "")
+        return revision if isinstance(revision, str) else ""
+
+    @property
+    def consumed_approvals(self) -> Any:
+        """The consumed-approval store (created on first use when defaulted)."""
+        if self._consumed is None and self.approval_verifier is not None:
+            from jevqueue.approvals import (
+                SQLiteConsumedApprovals,
+                default_consumed_approvals_path,
+            )
+
+            self._consumed = SQLiteConsumedApprovals(default_consumed_approvals_path())
+        return self._consumed
+
+    # --- deciding -----------------------------------------------------------------
+
+    def evaluate(self, action: Action, approval_records: Sequence[Any] = ()) -> Verdict:
+        """Return the final, audited verdict for ``action``. Never raises for policy.
+
+        Args:
+            action: the action, from :meth:`jevqueue.action.Action.build`.
+            approval_records: :class:`~jevqueue.approvals.ApprovalRecord`\\ s offered to
+                fulfil an ``explicit_approval`` obligation.
+
+        Returns:
+            DENY, REPAIR, ALLOW, or ALLOW_WITH_OBLIGATIONS (``.allowed`` tells whether every
+            obligation was fulfilled).
+        """
+        return self._decide(action, approval_records)[0]
+
+    def enforce(self, action: Action, approval_records: Sequence[Any] = ()) -> Verdict:
+        """Like :meth:`evaluate`, but raise unless the call may run or must be repaired.
+
+        Returns:
+            The verdict, for ALLOW, fulfilled ALLOW_WITH_OBLIGATIONS and REPAIR (a REPAIR
+            does not allow the call: resubmit ``verdict.repaired``).
+
+        Raises:
+            PolicyDeniedError: DENY (including an unwritable audit record).
+            UnfulfilledObligationError: an obligation is unmet; read
+                ``.verdict.action_digest``, obtain an approval for exactly it, and retry.
+        """
+        verdict, audit_error = self._decide(action, approval_records)
+        kind = verdict.kind
+        if kind is VerdictKind.DENY:
+            raise PolicyDeniedError(
+                f"the policy denied {action.tool}: " + "; ".join(verdict.reasons), verdict
+            ) from audit_error
+        if kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and verdict.obligations:
+            raise UnfulfilledObligationError(
+                f"{action.tool} needs {', '.join(verdict.obligations)} before it may run: "
+                f"obtain an approval for exactly {verdict.action_digest} from a trusted "
+                "authority and retry with the ApprovalRecord",
+                verdict,
+            )
+        return verdict
+
+    def _decide(
+        self, action: Action, approval_records: Sequence[Any]
+    ) -> tuple[Verdict, AuditWriteError | None]:
+        revision = self.revision
+        digest = action.digest
+        try:
+            verdict = self.pdp.evaluate(action)
+            if type(verdict) is not Verdict:
+                raise TypeError(f"the PDP returned a {type(verdict).__name__}, not a Verdict")
+        except Exception as error:  # fail closed; the message may quote arguments
+            verdict = Verdict.deny(
+                f"the policy decision point failed ({type(error).__name__}): denied to fail closed",
+                rule_ids=(PDP_FAILED,),
+            )
+        verdict = _bind(verdict, digest, revision)
+        if verdict.kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and verdict.obligations:
+            verdict = self._fulfil(verdict, action, approval_records)
+        if self._write is None:
+            return verdict, None
+        try:
+            self._write(self._event(action, verdict))
+        except Exception as error:
+            audit_error = AuditWriteError(
+                f"the audit record for {digest} could not be written ({type(error).__name__}); "
+                "the call is denied: fix the audit sink"
+            )
+            audit_error.__cause__ = error
+            _logger.error("audit write failed; denying %s", digest, exc_info=error)
+            denial = Verdict(
+                VerdictKind.DENY,
+                (
+                    f"the audit record could not be written ({type(error).__name__}): denied, "
+                    "because no call runs unaudited",
+                ),
+                action_digest=digest,
+                policy_revision=revision,
+                rule_ids=(AUDIT_FAILED,),
+            )
+            return denial, audit_error
+        return verdict, None
+
+    def _fulfil(self, verdict: Verdict, action: Action, approval_records: Any) -> Verdict:
+        if _EXPLICIT_APPROVAL not in verdict.obligations:
+            return verdict
+        if isinstance(approval_records, (str, bytes, Mapping)) or approval_records is None:
+            # A bare string is a sequence of characters, not of records: judge it whole.
+            records: Sequence[Any] = () if approval_records is None else (approval_records,)
+        else:
+            records = tuple(approval_records)
+        try:
+            from jevqueue.approvals import check_approvals
+
+            consumed = self.consumed_approvals if self.approval_verifier is not None else None
+            checked = check_approvals(
+                verdict, action, records, verifier=self.approval_verifier, consumed=consumed
+            )
+            if type(checked) is not Verdict:
+                raise TypeError("check_approvals returned something that is not a Verdict")
+        except Exception as error:  # fail closed: the obligation stays unmet
+            return Verdict(
+                verdict.kind,
+                (
+                    *verdict.reasons,
+                    f"the approvals could not be checked ({type(error).__name__}): the "
+                    "obligation stays unmet",
+                ),
+                obligations=verdict.obligations,
+                action_digest=verdict.action_digest,
+                policy_revision=verdict.policy_revision,
+                rule_ids=(*verdict.rule_ids, APPROVAL_CHECK_FAILED),
+            )
+        if checked.kind is VerdictKind.ALLOW:
+            # Only a DENY may change the kind; anything else keeps the PDP's kind.
+            checked = Verdict(
+                VerdictKind.ALLOW_WITH_OBLIGATIONS,
+                checked.reasons,
+                obligations=checked.obligations,
+                action_digest=verdict.action_digest,
+                policy_revision=verdict.policy_revision,
+                rule_ids=checked.rule_ids,
+            )
+        return _bind(checked, verdict.action_digest, verdict.policy_revision)
+
+    # --- auditing -----------------------------------------------------------------
+
+    def _event(self, action: Action, verdict: Verdict) -> dict[str, Any]:
+        context = action.context
+        return {
+            "decision_id": new_decision_id(),
+            "timestamp": datetime.now(timezone.utc).isoformat(),
+            "action_digest": verdict.action_digest,
+            "tool": action.tool,
+            "result": verdict.kind.value,
+            "allowed": verdict.allowed,
+            "reasons": list(verdict.reasons),
+            "obligations": list(verdict.obligations),
+            "rule_ids": list(verdict.rule_ids),
+            "policy_revision": verdict.policy_revision,
+            "task_id": context.task_id,
+            "actor_id": context.actor_id,
+            "environment": context.environment,
+            "workspace": context.workspace,
+            "git_sha": context.git_sha,
+        }
+
+    def audit_rejection(self, tool_name: object, context: object, error: BaseException) -> None:
+        """Record a call refused before evaluation (bad context, tool or arguments).
+
+        The record is a DENY without an action digest; identities are copied from the raw
+        context only when they are strings. A failure to write it is logged, not raised:
+        the caller is already refusing the call.
+        """
+        if self._write is None:
+            return
+        raw: Mapping[str, Any] = (
+            context.as_dict()
+            if hasattr(context, "as_dict")
+            else (context if isinstance(context, Mapping) else {})
+        )
+        event = {
+            "decision_id": new_decision_id(),
+            "timestamp": datetime.now(timezone.utc).isoformat(),
+            "action_digest": "",
+            "tool": _clip(tool_name),
+            "result": VerdictKind.DENY.value,
+            "allowed": False,
+            "reasons": [f"refused before evaluation: {type(error).__name__}"],
+            "obligations": [],
+            "rule_ids": ["jevqueue.pep.input"],
+            "policy_revision": self.revision,
+            "task_id": _clip(raw.get("task_id")),
+            "actor_id": _clip(raw.get("actor_id")),
+            "environment": _clip(raw.get("environment", "local")),
+            "workspace": _clip(raw.get("workspace")),
+            "git_sha": _clip(raw.get("git_sha")),
+        }
+        try:
+            self._write(event)
+        except Exception as failure:
+            _logger.error("audit write failed for a refused call", exc_info=failure)

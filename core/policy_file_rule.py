@@ -1,0 +1,190 @@
+"""The rules a policy file compiles to.
+
+A :class:`PolicyFileRule` is one ``[[rule]]`` table, its globs and regular expressions
+compiled once at load time. Its conditions are ANDed; the values listed under one
+condition are ORed. What "matches" means depends on the effect, so that a rule can only
+ever make the policy stricter:
+
+* ``deny`` and ``require`` rules match when *any* target matches ``paths`` and the tool
+  has *any* of the listed ``side_effects`` — a single bad target is enough to object;
+* ``allow`` rules (which only matter under ``default = "deny"``) match when *every*
+  target matches ``paths`` and *every* side effect of the tool is listed — an action
+  is let through the allowlist only if all of it is covered.
+
+``paths`` are matched against the action's resolved targets and, for tools with a working
+directory (``run_command``), that directory too, each relative to the workspace.
+
+A :class:`PolicyFileAllowlistRule` stands for a file's ``default = "deny"``: it denies
+whatever none of the file's ``allow`` rules matches.
+
+Reasons are the text the policy author wrote; they never quote argument values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from jevqueue.verdict import Verdict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.action import Action
+
+__all__ = [
+    "Effect",
+    "NameMatcher",
+    "PolicyFileAllowlistRule",
+    "PolicyFileRule",
+    "workspace_relative",
+]
+
+Effect = Literal["deny", "require", "allow"]
+
+
+@dataclass(frozen=True)
+class NameMatcher:
+    """Exact names plus compiled name globs; matches a name if either does."""
+
+    exact: frozenset[str]
+    globs: tuple[re.Pattern[str], ...] = ()
+
+    def __call__(self, name: str) -> bool:
+        return name in self.exact or any(glob.fullmatch(name) for glob in self.globs)
+
+
+def workspace_relative(target: str, workspace: str) -> str | None:
+    """``target`` relative to ``workspace`` with ``/`` separators; None when outside.
+
+    The workspace itself is ``""``. Both paths are taken as given: targets are already
+    resolved (symlinks, ``..``, ``~``) when the action is built, and compared with the
+    action's ``workspace_root`` (the workspace with its own symlinks resolved).
+    """
+    root = workspace.rstrip("/") or "/"
+    if target == root:
+        return ""
+    prefix = root if root.endswith("/") else root + "/"
+    if target.startswith(prefix):
+        return target[len(prefix) :]
+    return None
+
+
+def _argument_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    # Anything else is matched in its canonical JSON spelling, so that wrapping a value
+    # in a list or an object cannot slip it past a pattern.
+    from jevqueue.canonical import canonical_json
+
+    return canonical_json(value).decode("utf-8")
+
+
+@dataclass(frozen=True)
+class PolicyFileRule:
+    """One ``[[rule]]`` of a policy file, compiled.
+
+    Attributes:
+        rule_id: the rule's ``id``, unique within its file.
+        effect: ``deny``, ``require`` or ``allow``.
+        reason: the human reason, copied into verdicts verbatim.
+        obligations: what a ``require`` rule asks for (e.g. ``explicit_approval``).
+        source: ``file:line`` of the rule's ``[[rule]]`` header.
+    """
+
+    rule_id: str
+    effect: Effect
+    reason: str
+    source: str
+    obligations: tuple[str, ...] = ()
+    tools: NameMatcher | None = None
+    side_effects: frozenset[str] | None = None
+    paths: tuple[re.Pattern[str], ...] | None = None
+    actors: NameMatcher | None = None
+    environments: NameMatcher | None = None
+    arguments: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    arguments_json: re.Pattern[str] | None = None
+
+    def matches(self, action: Action) -> bool:
+        """Whether every condition of this rule holds for ``action``."""
+        if self.tools is not None and not self.tools(action.tool):
+            return False
+        context = action.context
+        if self.environments is not None and not self.environments(context.environment):
+            return False
+        if self.actors is not None and not self.actors(context.actor_id):
+            return False
+        every = self.effect == "allow"
+        if self.side_effects is not None:
+            if every:
+                if not action.side_effects <= self.side_effects:
+                    return False
+            elif self.side_effects.isdisjoint(action.side_effects):
+                return False
+        if self.paths is not None and not self._paths_match(action, every=every):
+            return False
+        if self.arguments and not self._arguments_match(action.arguments):
+            return False
+        if self.arguments_json is not None:
+            from jevqueue.canonical import canonical_json
+
+            text = canonical_json(action.arguments).decode("utf-8")
+            if self.arguments_json.search(text) is None:
+                return False
+        return True
+
+    def _paths_match(self, action: Action, *, every: bool) -> bool:
+        paths = self.paths
+        if paths is None:
+            return False
+        touched = action.targets if action.cwd is None else (*action.targets, action.cwd)
+        if not touched:
+            return False
+        root = action.workspace_root or action.context.workspace
+        for target in touched:
+            relative = workspace_relative(target, root)
+            hit = relative is not None and any(glob.fullmatch(relative) for glob in paths)
+            if hit and not every:
+                return True
+            if not hit and every:
+                return False
+        return every
+
+    def _arguments_match(self, arguments: Mapping[str, Any]) -> bool:
+        for name, pattern in self.arguments:
+            if name not in arguments:
+                return False
+            if pattern.search(_argument_text(arguments[name])) is None:
+                return False
+        return True
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """DENY or ALLOW_WITH_OBLIGATIONS when the rule matches; None otherwise.
+
+        ``allow`` rules never return a verdict themselves: a file can only tighten the
+        policy, and its allowlist is enforced by :class:`PolicyFileAllowlistRule`.
+        """
+        if self.effect == "allow" or not self.matches(action):
+            return None
+        if self.effect == "deny":
+            return Verdict.deny(self.reason, rule_ids=(self.rule_id,))
+        return Verdict.allow_with_obligations(
+            self.obligations, self.reason, rule_ids=(self.rule_id,)
+        )
+
+
+@dataclass(frozen=True)
+class PolicyFileAllowlistRule:
+    """A file's ``default = "deny"``: deny every action none of its allow rules matches."""
+
+    rule_id: str
+    reason: str
+    source: str
+    allow_rules: tuple[PolicyFileRule, ...]
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """None when an ``allow`` rule of the file matches ``action``; DENY otherwise."""
+        for rule in self.allow_rules:
+            if rule.matches(action):
+                return None
+        return Verdict.deny(self.reason, rule_ids=(self.rule_id,))

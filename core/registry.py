@@ -1,0 +1,288 @@
+"""Fail-closed tool registries: what each tool does, declared once, by the integrator.
+
+A :class:`ToolSpec` says which side effects a tool has, which of its arguments are paths,
+which one is its working directory, and which carry content worth scanning. Policy
+rules read these facts from the registry, never from the agent's arguments, so an agent
+cannot talk its way into a milder treatment (an Antigravity ``run_command`` carries a
+``SafeToAutoRun`` flag; the policy ignores it).
+
+A :class:`ToolRegistry` looks names up exactly: ``Write_To_File``, ``write_to_file `` or
+a name spelled with look-alike Unicode characters is not ``write_to_file``, and a name
+that is not registered is refused with :class:`~jevqueue.errors.UnregisteredToolError`
+before any policy runs.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+import jsonschema.validators
+from jevqueue.errors import ConfigurationError, UnregisteredToolError
+
+__all__ = [
+    "FILE_DELETE",
+    "FILE_READ",
+    "FILE_WRITE",
+    "NETWORK",
+    "SHELL_COMMAND",
+    "ToolRegistry",
+    "ToolSpec",
+    "antigravity_registry",
+    "generic_registry",
+]
+
+FILE_READ = "file_read"
+"""The tool reads the files named by its path fields."""
+FILE_WRITE = "file_write"
+"""The tool creates or changes the files named by its path fields."""
+FILE_DELETE = "file_delete"
+"""The tool removes the files named by its path fields."""
+SHELL_COMMAND = "shell_command"
+"""The tool runs a shell command (whose effects jevqueue does not try to predict)."""
+NETWORK = "network"
+"""The tool talks to the network."""
+
+# Tool names are plain ASCII, so that no two distinct registered names can look alike.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\-]{0,127}")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
+
+
+def _names(value: object, what: str, tool: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigurationError(
+            f"tool {tool!r}: {what} must be a tuple of strings, not {type(value).__name__}"
+        )
+    names = tuple(value)
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"tool {tool!r}: every entry of {what} must be a string")
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"tool {tool!r}: {what} lists a name twice")
+    return names
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What one tool does, as far as policy is concerned.
+
+    Attributes:
+        name: the exact tool name (ASCII letters, digits and ``_ . : / -``).
+        side_effects: e.g. ``{"file_write"}``; see the module constants. Any iterable of
+            strings is accepted and stored as a frozenset.
+        path_fields: argument names that hold file paths the tool touches. Each is
+            resolved against the workspace into :attr:`Action.targets`.
+        required_path_fields: path (or cwd) fields that must be present; a call without
+            one is refused before evaluation.
+        cwd_field: the argument naming the working directory (shell-like tools).
+        content_fields: where the tool's payload lives, as ``/``-separated paths into the
+            arguments; ``*`` stands for every item of a list or value of an object
+            (``"ReplacementChunks/*/ReplacementContent"``). Credential scanning reads these;
+            with none declared it reads every string in the arguments.
+        schema: an optional JSON Schema the arguments must satisfy (checked with
+            ``jsonschema``; the schema itself is checked at construction).
+
+    Raises:
+        ConfigurationError: a name, field list or schema is malformed.
+    """
+
+    name: str
+    side_effects: frozenset[str]
+    path_fields: tuple[str, ...] = ()
+    required_path_fields: tuple[str, ...] = ()
+    cwd_field: str | None = None
+    content_fields: tuple[str, ...] = ()
+    schema: Mapping[str, Any] | None = field(default=None, hash=False)
+    _validator: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _TOOL_NAME.fullmatch(self.name):
+            raise ConfigurationError(
+                f"tool name {self.name!r} must be 1-128 ASCII letters, digits or '_.:/-' "
+                "(starting with a letter, digit or '_')"
+            )
+        effects = _names(self.side_effects, "side_effects", self.name)
+        for effect in effects:
+            if not _IDENTIFIER.fullmatch(effect):
+                raise ConfigurationError(
+                    f"tool {self.name!r}: side effect {effect!r} must be an identifier such as "
+                    "'file_write'"
+                )
+        object.__setattr__(self, "side_effects", frozenset(effects))
+        paths = _names(self.path_fields, "path_fields", self.name)
+        object.__setattr__(self, "path_fields", paths)
+        required = _names(self.required_path_fields, "required_path_fields", self.name)
+        object.__setattr__(self, "required_path_fields", required)
+        if self.cwd_field is not None:
+            if not isinstance(self.cwd_field, str) or not self.cwd_field:
+                raise ConfigurationError(f"tool {self.name!r}: cwd_field must be a string")
+            if self.cwd_field in paths:
+                raise ConfigurationError(
+                    f"tool {self.name!r}: {self.cwd_field!r} is both the cwd_field and a path "
+                    "field; declare it once, as cwd_field"
+                )
+        known = {*paths, *((self.cwd_field,) if self.cwd_field else ())}
+        for name in required:
+            if name not in known:
+                raise ConfigurationError(
+                    f"tool {self.name!r}: required path field {name!r} is neither in "
+                    "path_fields nor the cwd_field"
+                )
+        object.__setattr__(
+            self, "content_fields", _names(self.content_fields, "content_fields", self.name)
+        )
+        if self.schema is not None:
+            if not isinstance(self.schema, Mapping):
+                raise ConfigurationError(f"tool {self.name!r}: schema must be a mapping")
+            validator_class = jsonschema.validators.validator_for(self.schema)
+            try:
+                validator_class.check_schema(self.schema)
+            except jsonschema.SchemaError as error:
+                raise ConfigurationError(
+                    f"tool {self.name!r}: the schema is not a valid JSON Schema ({error.message})"
+                ) from None
+            object.__setattr__(self, "_validator", validator_class(self.schema))
+
+    @property
+    def validator(self) -> Any:
+        """The compiled JSON Schema validator, or ``None`` without a schema."""
+        return self._validator
+
+
+def _fold(name: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+class ToolRegistry:
+    """The tools an agent may call, by exact name.
+
+    Args:
+        specs: tools to register right away.
+
+    Example::
+
+        registry = generic_registry().register(
+            ToolSpec("fetch_url", side_effects={"network"}, content_fields=("url",))
+        )
+    """
+
+    def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            self.register(spec)
+
+    def register(self, spec: ToolSpec, *, replace: bool = False) -> ToolRegistry:
+        """Add ``spec`` and return the registry (so calls chain).
+
+        Args:
+            spec: the tool to register.
+            replace: allow replacing a tool already registered under that name.
+
+        Raises:
+            ConfigurationError: ``spec`` is not a ToolSpec, or the name is taken and
+                ``replace`` is false.
+        """
+        if not isinstance(spec, ToolSpec):
+            raise ConfigurationError(f"register() takes a ToolSpec, not {type(spec).__name__}")
+        if spec.name in self._specs and not replace:
+            raise ConfigurationError(
+                f"tool {spec.name!r} is already registered: pass replace=True to redefine it"
+            )
+        self._specs[spec.name] = spec
+        return self
+
+    def get(self, name: str) -> ToolSpec:
+        """Return the spec registered under exactly ``name``.
+
+        Raises:
+            UnregisteredToolError: no tool has exactly that name. Case, whitespace and
+                Unicode look-alikes of a registered name do not match it.
+        """
+        spec = self._specs.get(name) if type(name) is str else None
+        if spec is not None:
+            return spec
+        if type(name) is not str:
+            raise UnregisteredToolError(
+                repr(name)[:80],
+                f"a tool name must be a str, not {type(name).__name__}; nothing was evaluated",
+            )
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        folded = _fold(name)
+        for registered in self._specs:
+            if _fold(registered) == folded:
+                raise UnregisteredToolError(
+                    shown,
+                    f"tool {shown!r} is not registered; it only looks like {registered!r}. "
+                    "Tool names must match exactly (case, whitespace and Unicode included)",
+                )
+        raise UnregisteredToolError(shown)
+
+    def __contains__(self, name: object) -> bool:
+        return type(name) is str and name in self._specs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(self._specs))
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """Return every registered spec, in registration order."""
+        return tuple(self._specs.values())
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({sorted(self._specs)!r})"
+
+
+WRITE_TO_FILE = ToolSpec(
+    "write_to_file",
+    side_effects=frozenset({FILE_WRITE}),
+    path_fields=("TargetFile",),
+    required_path_fields=("TargetFile",),
+    content_fields=("CodeContent",),
+)
+RUN_COMMAND = ToolSpec(
+    "run_command",
+    side_effects=frozenset({SHELL_COMMAND}),
+    cwd_field="Cwd",
+    required_path_fields=("Cwd",),
+    content_fields=("CommandLine",),
+)
+MULTI_REPLACE_FILE_CONTENT = ToolSpec(
+    "multi_replace_file_content",
+    side_effects=frozenset({FILE_WRITE}),
+    path_fields=("TargetFile",),
+    required_path_fields=("TargetFile",),
+    content_fields=("ReplacementChunks/*/ReplacementContent",),
+)
+VIEW_FILE = ToolSpec(
+    "view_file",
+    side_effects=frozenset({FILE_READ}),
+    path_fields=("AbsolutePath",),
+    required_path_fields=("AbsolutePath",),
+)
+
+
+def generic_registry() -> ToolRegistry:
+    """Return a new registry with ``write_to_file`` and ``run_command``.
+
+    ``write_to_file``: ``TargetFile`` (path, required), ``CodeContent`` (content);
+    side effect ``file_write``. ``run_command``: ``CommandLine`` (content), ``Cwd``
+    (working directory, required); side effect ``shell_command``.
+    """
+    return ToolRegistry((WRITE_TO_FILE, RUN_COMMAND))
+
+
+def antigravity_registry() -> ToolRegistry:
+    """Return a new registry with the Antigravity reference tools.
+
+    The generic two plus ``multi_replace_file_content`` (``TargetFile``, and
+    ``ReplacementChunks`` — a list of ``{TargetContent, ReplacementContent, StartLine,
+    EndLine, AllowMultiple}`` whose ``ReplacementContent`` is scanned) and ``view_file``
+    (``AbsolutePath``; side effect ``file_read``).
+    """
+    return ToolRegistry((WRITE_TO_FILE, RUN_COMMAND, MULTI_REPLACE_FILE_CONTENT, VIEW_FILE))

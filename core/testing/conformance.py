@@ -1,0 +1,722 @@
+"""The plugin conformance suite: the seven checks every framework plugin passes.
+
+A plugin proves itself by subclassing :class:`PluginConformance` in a test module whose
+class name starts with ``Test`` and implementing two glue methods; the seven checks are
+inherited ``test_*`` methods that pytest collects::
+
+    from jevqueue.testing.conformance import (
+        PluginConformance, ToolCallOutcome, ToolCallScenario, TurnOutcome, TurnScenario,
+    )
+
+    class TestMyFrameworkConformance(PluginConformance):
+        def run_turn(self, turn: TurnScenario) -> TurnOutcome:
+            ...  # one governed model turn, then the plugin's tool step
+
+        def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
+            ...  # one tool call through the plugin's enforcement
+
+The checks (DESIGN.md, "Plugins"):
+
+1. A confident tool route reaches the provider with the constraint set.
+2. A provider that ignores the constraint raises — nothing executes.
+3. Delegation is a true passthrough — no directive, no tool_choice.
+4. ``say`` makes no network call.
+5. A denied call never executes; the model sees a denial message, not a crash.
+6. An approval bound to one action cannot be used for another.
+7. Every decision lands in the audit log.
+
+The suite owns everything but the framework: the tools (:class:`ConformanceTool`, which
+record every execution), the provider (:class:`ScriptedProvider`, which records every
+request in a framework-neutral form and fails loudly on an unexpected call), the
+governor (a fixed-score ballot, so the path is known), and the policy (a small policy
+decision point that allows ``get_weather``, denies ``delete_file`` and requires an
+explicit approval for ``run_command``; a PEP with an Ed25519 approval verifier, a
+single-use approval store and a recording audit sink). The glue translates between those
+neutral objects and the framework: it turns a :class:`ConformanceTool` into a framework
+tool whose body calls :meth:`ConformanceTool.run`, a :class:`ProviderReply` into the
+framework's model response, and the framework's model request into a
+:class:`ProviderRequest`.
+
+This module imports no framework and no test runner; the checks use plain ``assert``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jevqueue.errors import ProviderDisobeyedError
+from jevqueue.host import LOCAL_MODEL_ID
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.action import Action
+    from jevqueue.approvals import ApprovalRecord
+    from jevqueue.context import ExecutionContext
+    from jevqueue.governor import Governor
+    from jevqueue.pep import PolicyEnforcementPoint
+    from jevqueue.registry import ToolRegistry, ToolSpec
+    from jevqueue.testing.recording_audit import RecordingAuditSink
+    from jevqueue.verdict import Verdict
+
+__all__ = [
+    "CONFORMANCE_GIT_SHA",
+    "ConformancePolicy",
+    "ConformanceTool",
+    "PluginConformance",
+    "ProviderReply",
+    "ProviderRequest",
+    "ScriptedProvider",
+    "ToolCallOutcome",
+    "ToolCallScenario",
+    "TurnOutcome",
+    "TurnScenario",
+]
+
+CONFORMANCE_GIT_SHA = "0123456789abcdef0123456789abcdef01234567"
+"""The revision every conformance context carries."""
+
+_APPROVER_ID = "conformance-approver"
+
+
+# --- the neutral tool ---------------------------------------------------------------
+
+
+@dataclass
+class ConformanceTool:
+    """A tool the suite owns: an OpenAI-style schema, a policy declaration, an execution log.
+
+    The glue builds one framework tool per ``ConformanceTool`` whose body calls
+    :meth:`run` with the call's arguments and returns its string result.
+
+    Attributes:
+        name: The tool's name.
+        description: What it does (the ballot reads it).
+        parameters: Its JSON Schema for arguments.
+        side_effects: What it declares to the registry.
+        path_fields: Argument names that hold paths.
+        calls: Every set of arguments the tool ran with, in order.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    side_effects: frozenset[str]
+    path_fields: tuple[str, ...] = ()
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def run(self, arguments: Mapping[str, Any]) -> str:
+        """Execute the tool: record ``arguments`` and return a short result."""
+        self.calls.append(dict(arguments))
+        return f"{self.name} ran"
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The tool in the OpenAI ``{"type": "function", "function": {...}}`` shape."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def spec(self) -> ToolSpec:
+        """The registry declaration of this tool (side effects and path fields)."""
+        from jevqueue.registry import ToolSpec
+
+        return ToolSpec(
+            name=self.name,
+            side_effects=self.side_effects,
+            path_fields=self.path_fields,
+            required_path_fields=self.path_fields,
+        )
+
+
+def _string_parameters(*names: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {name: {"type": "string"} for name in names},
+        "required": list(names),
+        "additionalProperties": False,
+    }
+
+
+def conformance_tools() -> list[ConformanceTool]:
+    """Fresh copies of the suite's three tools: allowed, denied, approval-gated."""
+    return [
+        ConformanceTool(
+            name="get_weather",
+            description="Current weather forecast for a city: temperature, rain and wind.",
+            parameters=_string_parameters("city"),
+            side_effects=frozenset({"network"}),
+        ),
+        ConformanceTool(
+            name="delete_file",
+            description="Delete a file from the workspace permanently.",
+            parameters=_string_parameters("path"),
+            side_effects=frozenset({"file_write"}),
+            path_fields=("path",),
+        ),
+        ConformanceTool(
+            name="run_command",
+            description="Run a shell command in the workspace and return its output.",
+            parameters=_string_parameters("command"),
+            side_effects=frozenset({"shell_command"}),
+        ),
+    ]
+
+
+# --- the neutral provider -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProviderRequest:
+    """What the plugin asked the provider for, translated by the glue.
+
+    Attributes:
+        forced_tool: The one tool the request constrains the provider to, or ``None``.
+        tools_forbidden: True when the request forbids tool calls (prose only).
+        tool_choice_set: True when the request carries any tool-choice setting at all.
+        parallel_tool_calls: The request's parallel-calls setting; ``None`` when unset.
+        messages: The conversation as sent, in OpenAI message form, oldest first.
+        tools: The names of the tools offered with the request.
+        raw: The framework's own request object or body, for diagnostics.
+    """
+
+    forced_tool: str | None
+    tools_forbidden: bool
+    tool_choice_set: bool
+    parallel_tool_calls: bool | None
+    messages: tuple[Mapping[str, Any], ...]
+    tools: tuple[str, ...] = ()
+    raw: Any = None
+
+
+@dataclass(frozen=True)
+class ProviderReply:
+    """One scripted provider answer: text, or calls of tools (name, arguments)."""
+
+    text: str = ""
+    tool_calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+
+    @classmethod
+    def say(cls, text: str) -> ProviderReply:
+        """A prose answer."""
+        return cls(text=text)
+
+    @classmethod
+    def call(cls, name: str, arguments: Mapping[str, Any]) -> ProviderReply:
+        """An answer that calls ``name`` once with ``arguments``."""
+        return cls(tool_calls=((name, dict(arguments)),))
+
+
+class ScriptedProvider:
+    """A provider double: answers with scripted replies and records every request.
+
+    The glue's framework model calls :meth:`respond` once per provider request.
+    A request beyond the script fails loudly, so a plugin that calls the provider when
+    it must not is caught.
+    """
+
+    def __init__(self, replies: Sequence[ProviderReply] = ()) -> None:
+        self._replies = list(replies)
+        self.requests: list[ProviderRequest] = []
+
+    def respond(self, request: ProviderRequest) -> ProviderReply:
+        """Record ``request`` and return the next scripted reply.
+
+        Raises:
+            AssertionError: The script is exhausted: the plugin made an unexpected call.
+        """
+        self.requests.append(request)
+        if not self._replies:
+            raise AssertionError(
+                f"unexpected provider call #{len(self.requests)}: the script has no reply "
+                f"left (request: forced_tool={request.forced_tool!r}, "
+                f"tools_forbidden={request.tools_forbidden!r})"
+            )
+        return self._replies.pop(0)
+
+    def assert_complete(self) -> None:
+        """Fail when scripted replies were never consumed."""
+        assert not self._replies, f"{len(self._replies)} scripted provider replies unused"
+
+
+# --- the policy --------------------------------------------------------------------
+
+
+class ConformancePolicy:
+    """The suite's policy decision point: decides by tool name, so the verdict is known.
+
+    ``get_weather`` is allowed, ``delete_file`` denied, ``run_command`` allowed only with
+    an ``explicit_approval`` obligation; anything else is denied.
+    """
+
+    revision = "conformance-1"
+
+    def evaluate(self, action: Action) -> Verdict:
+        """Decide ``action`` by its tool name."""
+        from jevqueue.verdict import Verdict
+
+        if action.tool == "get_weather":
+            return Verdict.allow(
+                "conformance: reading the weather is allowed", rule_ids=("conformance.allow",)
+            )
+        if action.tool == "run_command":
+            return Verdict.allow_with_obligations(
+                ("explicit_approval",),
+                "conformance: shell commands need an explicit approval",
+                rule_ids=("conformance.approval",),
+            )
+        return Verdict.deny(f"conformance: {action.tool} is denied", rule_ids=("conformance.deny",))
+
+
+def _field(event: Any, name: str) -> Any:
+    if isinstance(event, Mapping):
+        return event.get(name)
+    return getattr(event, name, None)
+
+
+@dataclass
+class _Policy:
+    pep: PolicyEnforcementPoint
+    registry: ToolRegistry
+    context: ExecutionContext
+    audit: RecordingAuditSink
+    issue: Callable[[str], ApprovalRecord]
+
+    def digest(self, tool: str, arguments: Mapping[str, Any]) -> str:
+        from jevqueue.action import Action
+
+        return Action.build(self.registry, tool, dict(arguments), self.context).digest
+
+    def audited(self) -> list[tuple[str, str]]:
+        """(action digest, result) of every audit event so far."""
+        out: list[tuple[str, str]] = []
+        for event in self.audit.events:
+            result = _field(event, "result")
+            out.append((str(_field(event, "action_digest")), str(getattr(result, "value", result))))
+        return out
+
+
+def _build_policy(tools: Sequence[ConformanceTool]) -> _Policy:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from jevqueue.approvals import (
+        ApprovalAuthority,
+        MemoryConsumedApprovals,
+        SignedApprovalVerifier,
+    )
+    from jevqueue.context import ExecutionContext
+    from jevqueue.pep import PolicyEnforcementPoint
+    from jevqueue.registry import ToolRegistry
+    from jevqueue.testing.recording_audit import RecordingAuditSink
+
+    registry = ToolRegistry()
+    for tool in tools:
+        registry.register(tool.spec())
+    key = Ed25519PrivateKey.generate()
+    authority = ApprovalAuthority(key, _APPROVER_ID)
+    audit = RecordingAuditSink()
+    pep = PolicyEnforcementPoint(
+        ConformancePolicy(),
+        audit_logger=audit,
+        approval_verifier=SignedApprovalVerifier({_APPROVER_ID: key.public_key()}),
+        consumed_approvals=MemoryConsumedApprovals(),
+    )
+    context = ExecutionContext(
+        task_id="conformance-task",
+        actor_id="conformance-agent",
+        workspace=tempfile.mkdtemp(prefix="jevqueue-conformance-"),
+        git_sha=CONFORMANCE_GIT_SHA,
+    )
+    return _Policy(pep, registry, context, audit, authority.issue)
+
+
+# --- scenarios and outcomes ---------------------------------------------------------
+
+
+@dataclass
+class TurnScenario:
+    """One governed model turn for the glue to run.
+
+    The glue builds the plugin's governed model step over ``messages`` with ``tools``,
+    whose model answers through ``provider``; when the response calls a tool, the glue
+    lets the plugin's tool step run it (enforced by ``pep`` with ``registry`` and
+    ``context``), exactly as an agent would.
+
+    Attributes:
+        governor: The governor the plugin must use.
+        messages: The conversation in OpenAI message form; the newest is the user's.
+        tools: The tools offered this turn.
+        provider: The scripted provider behind the framework's model.
+        pep: The policy enforcement point for the tool step.
+        registry: The tools' declarations.
+        context: The execution context for the tool step.
+    """
+
+    governor: Governor
+    messages: list[dict[str, Any]]
+    tools: list[ConformanceTool]
+    provider: ScriptedProvider
+    pep: PolicyEnforcementPoint
+    registry: ToolRegistry
+    context: ExecutionContext
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What the plugin's governed turn produced.
+
+    Attributes:
+        text: The response's text ("" when it only calls tools).
+        tool_calls: The (name, arguments) calls the response makes.
+        model_id: The model id the response is stamped with, when the framework has one.
+    """
+
+    text: str
+    tool_calls: tuple[tuple[str, Mapping[str, Any]], ...]
+    model_id: str | None
+
+
+@dataclass
+class ToolCallScenario:
+    """One tool call, as the model proposed it, for the plugin's enforcement to handle.
+
+    When the plugin asks for an approval, the glue answers with ``approvals`` (all of
+    them, the way a human approver would hand them over); with no approvals the call
+    stays paused and the glue reports what was asked.
+
+    Attributes:
+        tool: The tool called.
+        arguments: The call's arguments.
+        tools: Every tool the plugin offers (``tool`` among them).
+        pep: The policy enforcement point.
+        registry: The tools' declarations.
+        context: The execution context.
+        approvals: Approval records to present when the plugin asks for one.
+    """
+
+    tool: ConformanceTool
+    arguments: dict[str, Any]
+    tools: list[ConformanceTool]
+    pep: PolicyEnforcementPoint
+    registry: ToolRegistry
+    context: ExecutionContext
+    approvals: tuple[ApprovalRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolCallOutcome:
+    """What the model sees after the plugin handled one tool call.
+
+    Attributes:
+        message: The text the model receives for the call (tool result or denial);
+            ``""`` when the call is still paused for approval.
+        is_error: True when the plugin marks that text as an error or a denial.
+        approval_requested: The action digest the plugin showed to the approver, or
+            ``None`` when it asked for no approval.
+    """
+
+    message: str
+    is_error: bool
+    approval_requested: str | None = None
+
+
+class _FixedBallot:
+    """A ballot whose scores are set in advance, so the governor's path is known."""
+
+    def __init__(self, scores: Mapping[str, float]) -> None:
+        self._scores = dict(scores)
+
+    def score(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> Mapping[str, float]:
+        names = [_tool_name(tool) for tool in tools]
+        return {name: self._scores.get(name, 0.0) for name in names}
+
+
+def _tool_name(tool: Mapping[str, Any]) -> str:
+    function = tool.get("function")
+    if isinstance(function, Mapping):
+        return str(function["name"])
+    return str(tool["name"])
+
+
+# --- the suite ---------------------------------------------------------------------
+
+
+class PluginConformance(ABC):
+    """The seven conformance checks; subclass it as ``Test<Framework>Conformance``.
+
+    Implement :meth:`run_turn` and :meth:`run_tool_call`. Everything else has a default.
+    Override :attr:`user_message` only if the framework needs a different first turn.
+    """
+
+    user_message = "What is the weather in Lisbon today?"
+
+    # --- glue: implement these two ------------------------------------------------
+
+    @abstractmethod
+    def run_turn(self, turn: TurnScenario) -> TurnOutcome:
+        """Run one governed model turn through the plugin, then its tool step.
+
+        Raise whatever the plugin raises (a disobeyed constraint must surface as
+        :class:`~jevqueue.errors.ProviderDisobeyedError`).
+        """
+
+    @abstractmethod
+    def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
+        """Run one proposed tool call through the plugin's enforcement.
+
+        Must not raise for a policy outcome: a denial is a message to the model.
+        """
+
+    # --- the scenarios ----------------------------------------------------------------
+
+    def make_governor(
+        self,
+        scores: Mapping[str, float],
+        *,
+        risk_reason: str | None = None,
+    ) -> Governor:
+        """A governor with a fixed-score ballot (tool at >= 0.9, prose below 0.2)."""
+        from jevqueue.governor import Governor
+        from jevqueue.thresholds import Thresholds
+
+        def risk_rule(
+            messages: Sequence[Mapping[str, Any]],
+            tools: Sequence[Mapping[str, Any]],
+            scores: Mapping[str, float],
+        ) -> str | None:
+            return risk_reason
+
+        return Governor(
+            _FixedBallot(scores),
+            thresholds=Thresholds(confident=0.6, margin=0.25, floor=0.2),
+            risk_rules=(risk_rule,) if risk_reason else (),
+        )
+
+    def turn(
+        self,
+        scores: Mapping[str, float],
+        replies: Sequence[ProviderReply],
+        *,
+        risk_reason: str | None = None,
+    ) -> tuple[TurnScenario, _Policy]:
+        """A turn scenario over fresh tools, provider and policy."""
+        tools = conformance_tools()
+        policy = _build_policy(tools)
+        scenario = TurnScenario(
+            governor=self.make_governor(scores, risk_reason=risk_reason),
+            messages=[
+                {"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": self.user_message},
+            ],
+            tools=tools,
+            provider=ScriptedProvider(replies),
+            pep=policy.pep,
+            registry=policy.registry,
+            context=policy.context,
+        )
+        return scenario, policy
+
+    def tool_call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        policy: _Policy | None = None,
+        tools: list[ConformanceTool] | None = None,
+        approvals: Sequence[ApprovalRecord] = (),
+    ) -> tuple[ToolCallScenario, _Policy]:
+        """A tool-call scenario; pass ``policy`` and ``tools`` to share them across calls."""
+        tools = tools if tools is not None else conformance_tools()
+        policy = policy if policy is not None else _build_policy(tools)
+        tool = next(t for t in tools if t.name == name)
+        scenario = ToolCallScenario(
+            tool=tool,
+            arguments=dict(arguments),
+            tools=tools,
+            pep=policy.pep,
+            registry=policy.registry,
+            context=policy.context,
+            approvals=tuple(approvals),
+        )
+        return scenario, policy
+
+    # --- the seven checks ---------------------------------------------------------
+
+    def test_1_forced_route_reaches_the_provider_constrained(self) -> None:
+        turn, _ = self.turn(
+            {"get_weather": 0.95, "delete_file": 0.05, "run_command": 0.05},
+            [ProviderReply.call("get_weather", {"city": "Lisbon"})],
+        )
+        outcome = self.run_turn(turn)
+        turn.provider.assert_complete()
+        decision = turn.governor.last
+        assert decision is not None and decision.path.value == "tool", decision
+        assert len(turn.provider.requests) == 1, turn.provider.requests
+        request = turn.provider.requests[0]
+        assert request.forced_tool == "get_weather", (
+            f"the provider was not constrained to the chosen tool: {request}"
+        )
+        assert not request.tools_forbidden, request
+        assert request.parallel_tool_calls is False, (
+            f"a forced turn must disable parallel tool calls: {request}"
+        )
+        assert [name for name, _ in outcome.tool_calls] == ["get_weather"], outcome
+        weather = next(t for t in turn.tools if t.name == "get_weather")
+        assert weather.calls == [{"city": "Lisbon"}], (
+            "the obeyed, allowed call must run exactly once in the tool step"
+        )
+
+    def test_2_ignored_constraint_raises_and_nothing_executes(self) -> None:
+        turn, policy = self.turn(
+            {"get_weather": 0.95, "delete_file": 0.05, "run_command": 0.05},
+            [ProviderReply.call("run_command", {"command": "echo hi"})],
+        )
+        raised: BaseException | None = None
+        try:
+            self.run_turn(turn)
+        except ProviderDisobeyedError as exc:
+            raised = exc
+        assert raised is not None, (
+            "a provider that called another tool than the forced one must raise "
+            "ProviderDisobeyedError"
+        )
+        assert len(turn.provider.requests) == 1
+        assert turn.provider.requests[0].forced_tool == "get_weather"
+        executed = {t.name: t.calls for t in turn.tools if t.calls}
+        assert not executed, f"a disobeyed turn executed tools: {executed}"
+        assert policy.audited() == [], "a disobeyed call must never reach the tool step"
+
+    def test_3_delegation_is_a_true_passthrough(self) -> None:
+        turn, _ = self.turn(
+            {"get_weather": 0.4, "delete_file": 0.05, "run_command": 0.05},
+            [ProviderReply.say("It is sunny in Lisbon.")],
+        )
+        outcome = self.run_turn(turn)
+        turn.provider.assert_complete()
+        decision = turn.governor.last
+        assert decision is not None and decision.path.value == "delegate", decision
+        assert decision.directive == "", decision
+        request = turn.provider.requests[0]
+        assert request.forced_tool is None and not request.tools_forbidden, request
+        assert not request.tool_choice_set, f"delegation must not set tool_choice: {request}"
+        assert request.parallel_tool_calls is None, (
+            f"delegation must not touch parallel_tool_calls: {request}"
+        )
+        sent = [(m.get("role"), m.get("content")) for m in request.messages]
+        given = [(m.get("role"), m.get("content")) for m in turn.messages]
+        assert sent == given, f"delegation changed the messages: sent {sent}, given {given}"
+        assert sorted(request.tools) == sorted(t.name for t in turn.tools), request
+        assert outcome.text == "It is sunny in Lisbon."
+
+    def test_3b_prose_turn_forbids_tools(self) -> None:
+        turn, _ = self.turn(
+            {"get_weather": 0.05, "delete_file": 0.05, "run_command": 0.05},
+            [ProviderReply.say("Hello!")],
+        )
+        outcome = self.run_turn(turn)
+        decision = turn.governor.last
+        assert decision is not None and decision.path.value == "prose", decision
+        request = turn.provider.requests[0]
+        assert request.tools_forbidden and request.forced_tool is None, request
+        assert len(request.messages) == len(turn.messages) + 1, (
+            "the prose directive must be appended to a copy of the messages"
+        )
+        assert len(turn.messages) == 2, "the caller's messages were mutated"
+        assert outcome.text == "Hello!"
+
+    def test_4_say_makes_no_provider_call(self) -> None:
+        reason = "This request looks risky; nothing was run."
+        turn, _ = self.turn(
+            {"get_weather": 0.95, "delete_file": 0.05, "run_command": 0.05},
+            [],
+            risk_reason=reason,
+        )
+        outcome = self.run_turn(turn)
+        decision = turn.governor.last
+        assert decision is not None and decision.path.value == "risk_stop", decision
+        assert turn.provider.requests == [], "say() must not call the provider"
+        assert reason in outcome.text, outcome
+        assert outcome.tool_calls == ()
+        assert outcome.model_id == LOCAL_MODEL_ID, (
+            f"a locally built response must be stamped {LOCAL_MODEL_ID!r}: {outcome}"
+        )
+
+    def test_5_denied_call_never_executes_and_the_model_sees_a_denial(self) -> None:
+        call, policy = self.tool_call("delete_file", {"path": "notes.txt"})
+        outcome = self.run_tool_call(call)
+        assert call.tool.calls == [], "a denied call executed"
+        assert outcome.is_error, f"a denial must reach the model as an error: {outcome}"
+        assert "denied" in outcome.message.lower(), outcome
+        assert outcome.approval_requested is None
+        digest = policy.digest("delete_file", {"path": "notes.txt"})
+        assert (digest, "DENY") in policy.audited(), policy.audited()
+
+    def test_6_an_approval_cannot_be_used_for_another_action(self) -> None:
+        tools = conformance_tools()
+        policy = _build_policy(tools)
+        approved = {"command": "ls"}
+        other = {"command": "rm -rf build"}
+        digest = policy.digest("run_command", approved)
+
+        # Without an approval the call pauses and shows the approver its digest.
+        call, _ = self.tool_call("run_command", approved, policy, tools)
+        outcome = self.run_tool_call(call)
+        assert outcome.approval_requested == digest, outcome
+        assert call.tool.calls == [], "a call awaiting approval executed"
+
+        # The approval for `ls` presented for another command authorises nothing.
+        call, _ = self.tool_call(
+            "run_command", other, policy, tools, approvals=(policy.issue(digest),)
+        )
+        outcome = self.run_tool_call(call)
+        assert call.tool.calls == [], "an approval for one action authorised another"
+        assert outcome.is_error, outcome
+        assert outcome.approval_requested == policy.digest("run_command", other), outcome
+
+        # Positive control: a fresh approval for exactly this action lets it run, once.
+        call, _ = self.tool_call(
+            "run_command", approved, policy, tools, approvals=(policy.issue(digest),)
+        )
+        outcome = self.run_tool_call(call)
+        assert call.tool.calls == [approved], (
+            f"an approval for exactly this action did not let it run once: {outcome}"
+        )
+        assert not outcome.is_error, outcome
+
+    def test_7_every_decision_lands_in_the_audit_log(self) -> None:
+        tools = conformance_tools()
+        policy = _build_policy(tools)
+        calls = [
+            ("get_weather", {"city": "Lisbon"}, "ALLOW"),
+            ("delete_file", {"path": "notes.txt"}, "DENY"),
+        ]
+        for name, arguments, _ in calls:
+            call, _ = self.tool_call(name, arguments, policy, tools)
+            self.run_tool_call(call)
+        audited = policy.audited()
+        for name, arguments, result in calls:
+            digest = policy.digest(name, arguments)
+            assert (digest, result) in audited, (
+                f"no {result} audit record for {name} ({digest}): {audited}"
+            )
+        gated = {"command": "ls"}
+        digest = policy.digest("run_command", gated)
+        call, _ = self.tool_call("run_command", gated, policy, tools)
+        self.run_tool_call(call)
+        assert digest in [d for d, _ in policy.audited()], (
+            "the decision that asked for an approval was not audited"
+        )
+        call, _ = self.tool_call(
+            "run_command", gated, policy, tools, approvals=(policy.issue(digest),)
+        )
+        self.run_tool_call(call)
+        assert call.tool.calls == [gated]
+        assert sum(1 for d, _ in policy.audited() if d == digest) >= 2, (
+            "the approved execution was not audited"
+        )

@@ -1,0 +1,71 @@
+"""The three numbers that turn ballot scores into a path.
+
+With ``top`` the highest score and ``lead`` its distance to the runner-up (the whole of
+``top`` when there is a single tool):
+
+* ``top >= confident`` and ``lead >= margin``: route to the top tool (``tool`` or
+  ``static_tool``);
+* ``top >= confident`` without that lead: ``clarify`` between the tools that tie;
+* ``top < floor``: no tool fits, answer in ``prose``;
+* anything in between: ``delegate`` (a true passthrough).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from jevqueue.errors import ConfigurationError
+
+__all__ = ["Thresholds"]
+
+# Calibrated on the Berkeley Function Calling Leaderboard data that ships in bfcl-eval
+# (categories simple_python, multiple, parallel_multiple, irrelevance, multi_turn_*; never
+# live_*) for a forced-route precision of at least 0.99 with the highest coverage that
+# allows, on the calibration half of the items, and measured on the held-out half:
+#
+#     .venv/bin/python bench/routing.py --calibrate
+#
+# Figures (held-out half, LexicalBallot): see docs/benchmarks.md, "bench/routing.py".
+_DEFAULT_CONFIDENT = 0.74
+_DEFAULT_MARGIN = 0.01
+_DEFAULT_FLOOR = 0.0
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When the top score is confident enough to force a tool, to ask, or to answer in prose.
+
+    Args:
+        confident: The top score at or above which a tool may be forced (with ``margin``)
+            or a clarification asked (without it).
+        margin: The lead over the runner-up a forced route needs.
+        floor: The top score below which no tool fits and the turn answers in prose.
+
+    Raises:
+        ConfigurationError: Unless ``0 <= floor <= confident <= 1`` and ``0 <= margin <= 1``.
+    """
+
+    confident: float = _DEFAULT_CONFIDENT
+    margin: float = _DEFAULT_MARGIN
+    floor: float = _DEFAULT_FLOOR
+
+    def __post_init__(self) -> None:
+        for name in ("confident", "margin", "floor"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigurationError(
+                    f"Thresholds.{name} must be a number in [0, 1], got {value!r}: "
+                    "pass a float such as 0.5"
+                )
+            if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+                raise ConfigurationError(
+                    f"Thresholds.{name} must lie in [0, 1], got {value!r}: "
+                    "ballot scores are in [0, 1], so choose a value in that range"
+                )
+        if self.floor > self.confident:
+            raise ConfigurationError(
+                f"Thresholds.floor ({self.floor!r}) is above Thresholds.confident "
+                f"({self.confident!r}): lower floor or raise confident so that "
+                "0 <= floor <= confident <= 1"
+            )

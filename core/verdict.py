@@ -1,0 +1,180 @@
+"""Verdicts: the four things a policy can say about one tool call.
+
+A :class:`Verdict` is frozen and closed: its kind is one of :class:`VerdictKind`, and its
+fields are checked against that kind when it is built. Build one with the named
+constructors — :meth:`Verdict.allow`, :meth:`Verdict.deny`,
+:meth:`Verdict.allow_with_obligations`, :meth:`Verdict.repair`.
+
+Reasons are fixed sentences written by rules. They name fields, rules and categories
+("TargetFile resolves outside the workspace", "content carries an AWS access key"), never
+an argument's value, so a verdict can be logged or shown to the model without leaking
+what the agent sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["Verdict", "VerdictKind"]
+
+
+class VerdictKind(str, Enum):
+    """The closed set of verdict kinds."""
+
+    ALLOW = "ALLOW"
+    DENY = "DENY"
+    ALLOW_WITH_OBLIGATIONS = "ALLOW_WITH_OBLIGATIONS"
+    REPAIR = "REPAIR"
+
+
+def _strings(value: Iterable[str], what: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise TypeError(f"Verdict {what} must be a tuple of strings, not a single string")
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"Verdict {what} must hold strings, not {type(item).__name__}")
+    return items
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The decision about one action.
+
+    Attributes:
+        kind: ALLOW, DENY, ALLOW_WITH_OBLIGATIONS or REPAIR.
+        reasons: why, in fixed sentences that never echo argument values.
+        obligations: what must happen before the call may run (``explicit_approval``).
+            Fulfilled obligations are removed, so an ``ALLOW_WITH_OBLIGATIONS`` with no
+            obligations left is a fulfilled one (see :attr:`allowed`).
+        repaired: for REPAIR, the proposal to resubmit: ``{"tool": ..., "arguments": ...}``.
+        action_digest: the digest of the action judged (``sha256:<hex>``).
+        policy_revision: the revision of the policy that judged it.
+        rule_ids: the rules that produced this verdict.
+    """
+
+    kind: VerdictKind
+    reasons: tuple[str, ...]
+    obligations: tuple[str, ...] = ()
+    repaired: Mapping[str, Any] | None = field(default=None, hash=False)
+    action_digest: str = ""
+    policy_revision: str = ""
+    rule_ids: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, VerdictKind):
+            raise TypeError(f"Verdict kind must be a VerdictKind, not {self.kind!r}")
+        object.__setattr__(self, "reasons", _strings(self.reasons, "reasons"))
+        object.__setattr__(self, "obligations", _strings(self.obligations, "obligations"))
+        object.__setattr__(self, "rule_ids", _strings(self.rule_ids, "rule_ids"))
+        if not isinstance(self.action_digest, str) or not isinstance(self.policy_revision, str):
+            raise TypeError("Verdict action_digest and policy_revision must be strings")
+        if self.obligations and self.kind is not VerdictKind.ALLOW_WITH_OBLIGATIONS:
+            raise ValueError("only an ALLOW_WITH_OBLIGATIONS verdict carries obligations")
+        if self.kind is VerdictKind.REPAIR:
+            repaired = self.repaired
+            if (
+                not isinstance(repaired, Mapping)
+                or not isinstance(repaired.get("tool"), str)
+                or not isinstance(repaired.get("arguments"), Mapping)
+            ):
+                raise ValueError(
+                    "a REPAIR verdict needs repaired={'tool': str, 'arguments': mapping}"
+                )
+            if not isinstance(repaired, MappingProxyType):
+                object.__setattr__(self, "repaired", MappingProxyType(dict(repaired)))
+        elif self.repaired is not None:
+            raise ValueError("only a REPAIR verdict carries a repaired proposal")
+
+    @classmethod
+    def _bound_allow(cls, action_digest: str, policy_revision: str) -> Verdict:
+        """A reason-less ALLOW bound to a digest, built without re-validation (hot path)."""
+        verdict = object.__new__(cls)
+        verdict.__dict__.update(
+            kind=VerdictKind.ALLOW,
+            reasons=(),
+            obligations=(),
+            repaired=None,
+            action_digest=action_digest,
+            policy_revision=policy_revision,
+            rule_ids=(),
+        )
+        return verdict
+
+    # --- named constructors -------------------------------------------------------
+
+    @classmethod
+    def allow(cls, *reasons: str, rule_ids: Iterable[str] = ()) -> Verdict:
+        """The call may run."""
+        return cls(VerdictKind.ALLOW, reasons, rule_ids=tuple(rule_ids))
+
+    @classmethod
+    def deny(cls, *reasons: str, rule_ids: Iterable[str] = ()) -> Verdict:
+        """The call must not run. Give at least one reason."""
+        if not reasons:
+            raise ValueError("a DENY verdict needs at least one reason")
+        return cls(VerdictKind.DENY, reasons, rule_ids=tuple(rule_ids))
+
+    @classmethod
+    def allow_with_obligations(
+        cls, obligations: Iterable[str], *reasons: str, rule_ids: Iterable[str] = ()
+    ) -> Verdict:
+        """The call may run once every obligation (e.g. ``explicit_approval``) is met."""
+        names = _strings(obligations, "obligations")
+        if not names:
+            raise ValueError("allow_with_obligations() needs at least one obligation")
+        return cls(
+            VerdictKind.ALLOW_WITH_OBLIGATIONS,
+            reasons,
+            obligations=tuple(dict.fromkeys(names)),
+            rule_ids=tuple(rule_ids),
+        )
+
+    @classmethod
+    def repair(
+        cls,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *reasons: str,
+        rule_ids: Iterable[str] = (),
+    ) -> Verdict:
+        """The call must not run as proposed; resubmit ``tool`` with ``arguments``."""
+        return cls(
+            VerdictKind.REPAIR,
+            reasons,
+            repaired={"tool": tool, "arguments": dict(arguments)},
+            rule_ids=tuple(rule_ids),
+        )
+
+    # --- reading ------------------------------------------------------------------
+
+    @property
+    def allowed(self) -> bool:
+        """True for ALLOW, and for ALLOW_WITH_OBLIGATIONS once no obligation is left."""
+        kind = self.kind
+        return kind is VerdictKind.ALLOW or (
+            kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and not self.obligations
+        )
+
+    @property
+    def denied(self) -> bool:
+        """True for DENY."""
+        return self.kind is VerdictKind.DENY
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready mapping of every field."""
+        return {
+            "kind": self.kind.value,
+            "reasons": list(self.reasons),
+            "obligations": list(self.obligations),
+            "repaired": None
+            if self.repaired is None
+            else {"tool": self.repaired["tool"], "arguments": dict(self.repaired["arguments"])},
+            "action_digest": self.action_digest,
+            "policy_revision": self.policy_revision,
+            "rule_ids": list(self.rule_ids),
+        }

@@ -1,0 +1,137 @@
+"""A CrewAI tool whose every call passes the tool guard first.
+
+:class:`GovernedTool` wraps any ``BaseTool`` — a subclass or a ``@tool`` function — under
+the same name, description and argument schema, so the model sees exactly the tool it saw
+before. CrewAI calls ``_run`` (ReAct text mode, through ``CrewStructuredTool``) or ``run``
+(native function calling, which validates the arguments and then calls ``_run``); both
+reach :meth:`GovernedTool._run`, which judges the exact arguments the tool would run with.
+
+A refused call returns a ``ToolFailure`` (code ``jevqueue_denied``): the agent reads the
+denial as the tool's result and the crew continues, and CrewAI records the call in
+``TaskOutput.tool_failures``. Under an agent ``tool_failure_policy="raise"`` CrewAI stops
+the crew instead, which is also closed. Results of governed tools are never cached: a
+cached result would skip the guard and the audit on a repeated call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from crewai.tools import BaseTool
+from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
+from crewai.utilities.string_utils import sanitize_tool_name
+from jevqueue.errors import ConfigurationError
+from jevqueue.plugins.crewai.tool_guard import DENIAL_CODE, GuardOutcome, ToolGuard
+from pydantic import ConfigDict, Field
+
+__all__ = ["GovernedTool"]
+
+
+def _never_cache(_arguments: Any = None, _result: Any = None) -> bool:
+    return False
+
+
+class GovernedTool(BaseTool):
+    """A CrewAI tool that asks a :class:`~jevqueue.plugins.crewai.ToolGuard` before it runs.
+
+    Build one with :meth:`wrap` (or ``guard.wrap(tools)``); pass it to an ``Agent`` in
+    place of the original tool.
+
+    Attributes:
+        inner: The wrapped tool; it runs only after the guard allowed the call.
+        guard: The guard that judges each call.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    inner: BaseTool = Field(exclude=True)
+    guard: Any = Field(exclude=True)
+
+    @classmethod
+    def wrap(cls, tool: BaseTool, guard: ToolGuard) -> GovernedTool:
+        """Wrap ``tool`` in ``guard``.
+
+        Args:
+            tool: A CrewAI ``BaseTool`` (``@tool`` functions are ``BaseTool`` instances).
+            guard: The tool guard.
+
+        Raises:
+            ConfigurationError: ``tool`` is not a ``BaseTool``, is already governed, or
+                ``guard`` is not a ``ToolGuard``.
+        """
+        if isinstance(tool, GovernedTool):
+            raise ConfigurationError(
+                f"tool {tool.name!r} is already governed: wrap the original tool once"
+            )
+        if not isinstance(tool, BaseTool):
+            raise ConfigurationError(
+                f"only CrewAI BaseTool instances (including @tool functions) can be governed, "
+                f"not {type(tool).__name__}; convert it with BaseTool.from_langchain(...) first"
+            )
+        if not isinstance(guard, ToolGuard):
+            raise ConfigurationError(f"guard must be a ToolGuard, not {type(guard).__name__}")
+        return cls(
+            name=tool.name,
+            description=tool.description,
+            args_schema=tool.args_schema,
+            result_schema=tool.result_schema,
+            env_vars=list(tool.env_vars),
+            result_as_answer=tool.result_as_answer,
+            tool_failure_policy=tool.tool_failure_policy,
+            cache_function=_never_cache,
+            inner=tool,
+            guard=guard,
+        )
+
+    @property
+    def sanitized_name(self) -> str:
+        """The name CrewAI dispatches the tool by, and the name the registry must hold."""
+        return sanitize_tool_name(self.name)
+
+    def _refused(self, outcome: GuardOutcome) -> ToolFailure:
+        return ToolFailure(
+            message=outcome.message,
+            reason=ToolFailureReason.TOOL_REPORTED,
+            code=DENIAL_CODE,
+            details={
+                "action_digest": outcome.action_digest,
+                "approval_requested": outcome.approval_requested,
+                "verdict": outcome.verdict.kind.value if outcome.verdict is not None else None,
+            },
+        )
+
+    def _named(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        # Positional arguments map onto the schema's fields in order, as CrewAI's own
+        # CrewStructuredTool does, so the guard always judges named arguments.
+        if not args:
+            return kwargs
+        named = dict(zip(self.args_schema.model_fields.keys(), args, strict=False))
+        named.update(kwargs)
+        return named
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        """Judge the call; run the wrapped tool only when the guard allows it."""
+        arguments = self._named(args, kwargs)
+        outcome = self.guard.check(self.sanitized_name, arguments)
+        if not outcome.allowed:
+            return self._refused(outcome)
+        return self.inner.run(**arguments)
+
+    async def _arun(self, *args: Any, **kwargs: Any) -> Any:
+        """The asynchronous form of :meth:`_run`."""
+        arguments = self._named(args, kwargs)
+        outcome = await asyncio.to_thread(self.guard.check, self.sanitized_name, arguments)
+        if not outcome.allowed:
+            return self._refused(outcome)
+        if _has_async_body(self.inner):
+            return await self.inner.arun(**arguments)
+        return await asyncio.to_thread(self.inner.run, **arguments)
+
+
+def _has_async_body(tool: BaseTool) -> bool:
+    func = getattr(tool, "func", None)
+    if func is not None:
+        return inspect.iscoroutinefunction(func)
+    return type(tool)._arun is not BaseTool._arun

@@ -1,0 +1,86 @@
+"""The one-call governed agent: a governed model node and a policy tool node in a loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from jevqueue.context import ExecutionContext
+from jevqueue.governor import Governor
+from jevqueue.plugins.langgraph._framework import (
+    END,
+    START,
+    MessagesState,
+    StateGraph,
+    tools_condition,
+)
+from jevqueue.plugins.langgraph.model_node import OnDisobey, governed_model_node
+from jevqueue.plugins.langgraph.tool_choice import ToolChoice
+from jevqueue.plugins.langgraph.tool_node import policy_tool_node
+from jevqueue.registry import ToolRegistry, ToolSpec
+
+__all__ = ["create_governed_agent"]
+
+
+def create_governed_agent(
+    model: Any,
+    tools: Sequence[Any],
+    *,
+    pep: Any,
+    specs: Iterable[ToolSpec] = (),
+    registry: ToolRegistry | None = None,
+    governor: Governor | None = None,
+    context: ExecutionContext | Mapping[str, Any] | None = None,
+    checkpointer: Any = None,
+    system_prompt: str | None = None,
+    tool_choice: ToolChoice | None = None,
+    on_disobey: OnDisobey = "raise",
+    interrupted: Callable[[], bool] | None = None,
+) -> Any:
+    """A compiled LangGraph agent: ``START -> agent -> (tools -> agent)* -> END``.
+
+    ``agent`` is :func:`~jevqueue.plugins.langgraph.governed_model_node`, ``tools`` is
+    :func:`~jevqueue.plugins.langgraph.policy_tool_node`; the state is LangGraph's
+    ``MessagesState``.
+
+    Args:
+        model: A LangChain chat model with ``bind_tools``.
+        tools: The LangChain tools.
+        pep: The policy enforcement point judging every tool call.
+        specs: One declaration per tool (:func:`~jevqueue.plugins.langgraph.tool_spec`).
+        registry: A registry holding the declarations instead of (or besides) ``specs``.
+        governor: The governor (``Governor()`` when omitted).
+        context: The default execution context; a run's
+            ``config["configurable"]["jevqueue_context"]`` overrides it.
+        checkpointer: A LangGraph checkpointer; approvals (``interrupt()``) need one.
+        system_prompt: Prepended to every model call.
+        tool_choice: The integration's force / forbid mapping (picked from the model).
+        on_disobey: ``"raise"`` or ``"message"``; see ``governed_model_node``.
+        interrupted: Consulted after each decision, before the model call.
+
+    Returns:
+        The compiled graph. Run it with ``graph.invoke({"messages": [...]}, config)``;
+        when it pauses for an approval, ``result["__interrupt__"]`` holds the request and
+        ``graph.invoke(Command(resume=record), config)`` continues.
+    """
+    graph = StateGraph(MessagesState)
+    graph.add_node(
+        "agent",
+        governed_model_node(
+            model,
+            tools,
+            governor=governor,
+            tool_choice=tool_choice,
+            on_disobey=on_disobey,
+            system_prompt=system_prompt,
+            interrupted=interrupted,
+        ),
+    )
+    graph.add_node(
+        "tools",
+        policy_tool_node(tools, pep=pep, registry=registry, specs=specs, context=context),
+    )
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=checkpointer)

@@ -1,0 +1,206 @@
+"""The same governance as ``AgentMiddleware`` for ``langchain.agents.create_agent``.
+
+::
+
+    agent = create_agent(
+        model, tools,
+        middleware=[GovernorMiddleware(governor), PolicyMiddleware(pep=pep, specs=specs)],
+        checkpointer=InMemorySaver(),
+    )
+
+:class:`GovernorMiddleware` governs each model call in ``wrap_model_call``: it overrides
+the request's ``tool_choice`` (and ``parallel_tool_calls`` in ``model_settings``) for that
+one call, appends the directive to a copy of the messages, and reads the answer back.
+The passthrough hands the request on untouched. A ``response_format`` that uses a tool
+strategy sets its own ``tool_choice`` and does not combine with forcing.
+
+:class:`PolicyMiddleware` judges each tool call in ``wrap_tool_call`` with the PEP.
+``create_agent`` runs every tool call as its own task, so an approval ``interrupt()``
+pauses only that call, and resuming re-runs only that call. With several calls waiting
+at once, resume with ``Command(resume={interrupt_id: answer, ...})``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from jevqueue.context import ExecutionContext
+from jevqueue.errors import ProviderDisobeyedError
+from jevqueue.governor import Governor
+from jevqueue.plugins.langgraph._framework import (
+    AIMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_openai_messages,
+    convert_to_openai_tool,
+)
+from jevqueue.plugins.langgraph.model_node import OnDisobey, local_message
+from jevqueue.plugins.langgraph.tool_choice import ToolChoice
+from jevqueue.plugins.langgraph.tool_node import PolicyToolNode
+from jevqueue.registry import ToolRegistry, ToolSpec
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, ModelResponse
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "jevqueue.plugins.langgraph needs LangChain's agents: "
+        'pip install "jevqueue[langgraph]"'
+    ) from exc
+
+__all__ = ["GovernorMiddleware", "PolicyMiddleware"]
+
+
+def _message(response: Any) -> Any:
+    if isinstance(response, AIMessage):
+        return response
+    for message in reversed(getattr(response, "result", None) or []):
+        if isinstance(message, AIMessage):
+            return message
+    return response
+
+
+def _called(response: Any) -> list[str]:
+    message = _message(response)
+    names = [str(c.get("name")) for c in getattr(message, "tool_calls", None) or ()]
+    names += [
+        str(c.get("name") or "<unnamed>")
+        for c in getattr(message, "invalid_tool_calls", None) or ()
+    ]
+    return names
+
+
+class _RequestHost:
+    def __init__(self, owner: GovernorMiddleware, request: Any, handler: Any) -> None:
+        self._owner = owner
+        self._request = request
+        self._handler = handler
+        self._choice = owner.tool_choice or ToolChoice.for_model(request.model)
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [convert_to_openai_tool(tool) for tool in self._request.tools]
+
+    def messages(self) -> list[dict[str, Any]]:
+        request = self._request
+        system = [request.system_message] if request.system_message is not None else []
+        return convert_to_openai_messages([*system, *request.messages])  # type: ignore[no-any-return]
+
+    def generate(self, *, force_tool: str | None, directive: str) -> Any:
+        request = self._request
+        if not directive and force_tool is None:
+            return self._handler(request)
+        choice = self._choice
+        role = SystemMessage if choice.directive_role == "system" else HumanMessage
+        changes: dict[str, Any] = {"messages": [*request.messages, role(content=directive)]}
+        if force_tool is not None:
+            keywords = dict(choice.force(force_tool))
+            changes["tools"] = choice.forced_tools(request.tools, force_tool)
+        elif choice.forbid is None:
+            keywords = {}
+            changes["tools"] = []
+        else:
+            keywords = dict(choice.forbid)
+        changes["tool_choice"] = keywords.pop("tool_choice", None)
+        changes["model_settings"] = {**request.model_settings, **keywords}
+        return self._handler(request.override(**changes))
+
+    def called_tools(self, response: Any) -> list[str]:
+        return _called(response)
+
+    def say(self, text: str) -> Any:
+        return ModelResponse(result=[local_message(text)])
+
+    def say_tool_call(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        return ModelResponse(result=[local_message(tool_call=(name, arguments))])
+
+    def interrupted(self) -> bool:
+        check = self._owner.interrupted
+        return bool(check()) if check is not None else False
+
+
+class GovernorMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    """Runs the governor on every model call of a ``create_agent`` agent.
+
+    Args:
+        governor: The governor (``Governor()`` when omitted); ``governor.last`` holds
+            the latest decision.
+        tool_choice: The integration's force / forbid mapping (picked from the model).
+        on_disobey: ``"raise"`` (default) raises ``ProviderDisobeyedError``; ``"message"``
+            replaces the disobeying response with a local message. Either way none of
+            its calls runs.
+        interrupted: Consulted after the decision, before the model call.
+    """
+
+    def __init__(
+        self,
+        governor: Governor | None = None,
+        *,
+        tool_choice: ToolChoice | None = None,
+        on_disobey: OnDisobey = "raise",
+        interrupted: Callable[[], bool] | None = None,
+    ) -> None:
+        super().__init__()
+        self.governor = governor if governor is not None else Governor()
+        self.tool_choice = tool_choice
+        self.on_disobey = on_disobey
+        self.interrupted = interrupted
+
+    def _refused(self, error: ProviderDisobeyedError) -> Any:
+        if self.on_disobey == "raise":
+            raise error
+        return ModelResponse(
+            result=[
+                local_message(
+                    f"The model did not make the call it was constrained to (expected "
+                    f"{error.expected!r}, it called {error.called!r}); nothing was executed."
+                )
+            ]
+        )
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Decide the turn, bind the request for it, read the answer back."""
+        try:
+            return self.governor.step(_RequestHost(self, request, handler))
+        except ProviderDisobeyedError as error:
+            return self._refused(error)
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """The async form of :meth:`wrap_model_call`."""
+        try:
+            return await self.governor.astep(_RequestHost(self, request, handler))
+        except ProviderDisobeyedError as error:
+            return self._refused(error)
+
+
+class PolicyMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    """Judges every tool call of a ``create_agent`` agent with the PEP before it runs.
+
+    Args:
+        pep: The policy enforcement point.
+        specs: One declaration per tool (:func:`~jevqueue.plugins.langgraph.tool_spec`).
+        registry: A registry holding the declarations.
+        context: The default execution context; a run's
+            ``config["configurable"]["jevqueue_context"]`` overrides it.
+    """
+
+    def __init__(
+        self,
+        *,
+        pep: Any,
+        specs: Iterable[ToolSpec] = (),
+        registry: ToolRegistry | None = None,
+        context: ExecutionContext | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        # The same interceptor the policy tool node uses, without a node of its own.
+        self._enforcer = PolicyToolNode(
+            [], pep=pep, registry=registry, specs=specs, context=context
+        )
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Run the call through ``handler`` only when the policy allows it."""
+        return self._enforcer.wrap_tool_call(request, handler)
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """The async form of :meth:`wrap_tool_call`."""
+        return await self._enforcer.awrap_tool_call(request, handler)

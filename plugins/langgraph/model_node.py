@@ -1,0 +1,298 @@
+"""The governed model node: the governor runs every model turn over ``state["messages"]``."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from jevqueue.errors import ConfigurationError, ProviderDisobeyedError
+from jevqueue.governor import Governor
+from jevqueue.host import LOCAL_MODEL_ID
+from jevqueue.path import Path
+from jevqueue.plugins.langgraph._framework import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RunnableConfig,
+    RunnableLambda,
+    SystemMessage,
+    convert_to_openai_messages,
+    convert_to_openai_tool,
+)
+from jevqueue.plugins.langgraph.tool_choice import ToolChoice
+
+__all__ = ["GovernedModelNode", "governed_model_node", "local_message"]
+
+OnDisobey = Literal["raise", "message"]
+
+
+def local_message(
+    text: str = "", *, tool_call: tuple[str, Mapping[str, Any]] | None = None
+) -> AIMessage:
+    """An ``AIMessage`` built locally, stamped ``model_name = "jevqueue-local"``.
+
+    Args:
+        text: The message text.
+        tool_call: ``(name, arguments)`` to make it call one tool, with a fresh call id.
+    """
+    calls = []
+    if tool_call is not None:
+        name, arguments = tool_call
+        calls = [
+            {
+                "name": name,
+                "args": dict(arguments),
+                "id": f"call_jevqueue_{uuid.uuid4().hex[:16]}",
+                "type": "tool_call",
+            }
+        ]
+    return AIMessage(
+        content=text,
+        tool_calls=calls,
+        response_metadata={"model_name": LOCAL_MODEL_ID},
+    )
+
+
+def _called(response: Any) -> list[str]:
+    names = [str(call.get("name")) for call in getattr(response, "tool_calls", None) or ()]
+    # A call the integration could not parse is still a call the model made.
+    names += [
+        str(call.get("name") or "<unnamed>")
+        for call in getattr(response, "invalid_tool_calls", None) or ()
+    ]
+    return names
+
+
+class _TurnHost:
+    """The seven-method host over one turn's messages (sync or async generate)."""
+
+    def __init__(
+        self,
+        node: GovernedModelNode,
+        messages: list[BaseMessage],
+        config: RunnableConfig | None,
+        *,
+        asynchronous: bool,
+    ) -> None:
+        self._node = node
+        self._messages = messages
+        self._config = config
+        self._asynchronous = asynchronous
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self._node.tool_schemas
+
+    def messages(self) -> list[dict[str, Any]]:
+        return convert_to_openai_messages(self._messages)  # type: ignore[no-any-return]
+
+    def generate(self, *, force_tool: str | None, directive: str) -> Any:
+        node = self._node
+        if force_tool is not None:
+            runnable = node.bound_forcing(force_tool)
+        elif directive:
+            runnable = node.bound_forbidding()
+        else:
+            runnable = node.bound_passthrough()
+        messages = self._messages
+        if directive:
+            # A new list: the caller's messages keep their identity (prompt-cache prefix).
+            role = SystemMessage if node.tool_choice.directive_role == "system" else HumanMessage
+            messages = [*messages, role(content=directive)]
+        if self._asynchronous:
+            return runnable.ainvoke(messages, self._config)
+        return runnable.invoke(messages, self._config)
+
+    def called_tools(self, response: Any) -> list[str]:
+        return _called(response)
+
+    def say(self, text: str) -> AIMessage:
+        return local_message(text)
+
+    def say_tool_call(self, name: str, arguments: Mapping[str, Any]) -> AIMessage:
+        return local_message(tool_call=(name, arguments))
+
+    def interrupted(self) -> bool:
+        check = self._node.interrupted
+        return bool(check()) if check is not None else False
+
+
+class GovernedModelNode(RunnableLambda):  # type: ignore[type-arg]
+    """A LangGraph node that runs one governed model turn and appends the response.
+
+    Use :func:`governed_model_node` to build one. The node reads ``state[messages_key]``,
+    lets the governor pick the path, binds the model for that one turn only (force one
+    tool, forbid tools, or the untouched ``model.bind_tools(tools)``), reads the answer
+    back, and returns ``{messages_key: [response]}``.
+
+    Attributes:
+        model: The chat model.
+        tools: The tools offered to it.
+        governor: The governor; ``governor.last`` holds the latest turn's decision.
+        tool_choice: The integration's force / forbid mapping.
+        on_disobey: ``"raise"`` or ``"message"`` (see :func:`governed_model_node`).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tools: Sequence[Any],
+        *,
+        governor: Governor,
+        tool_choice: ToolChoice | None = None,
+        on_disobey: OnDisobey = "raise",
+        system_prompt: str | None = None,
+        interrupted: Callable[[], bool] | None = None,
+        messages_key: str = "messages",
+        name: str = "agent",
+    ) -> None:
+        if not callable(getattr(model, "bind_tools", None)):
+            raise ConfigurationError(
+                f"{type(model).__name__} has no bind_tools(): the governed node needs a "
+                "LangChain chat model that supports tool calling"
+            )
+        if on_disobey not in ("raise", "message"):
+            raise ConfigurationError(
+                f"on_disobey must be 'raise' or 'message', not {on_disobey!r}"
+            )
+        if not isinstance(governor, Governor):
+            raise ConfigurationError(
+                f"governor must be a jevqueue.Governor, not {type(governor).__name__}"
+            )
+        self.model = model
+        self.tools = list(tools)
+        self.governor = governor
+        self.tool_choice = tool_choice if tool_choice is not None else ToolChoice.for_model(model)
+        self.on_disobey: OnDisobey = on_disobey
+        self.system_prompt = system_prompt
+        self.interrupted = interrupted
+        self.messages_key = messages_key
+        self.tool_schemas = [convert_to_openai_tool(tool) for tool in self.tools]
+        self._passthrough: Any = None
+        self._forbidding: Any = None
+        self._forcing: dict[str, Any] = {}
+        super().__init__(self._run, afunc=self._arun, name=name)
+
+    # --- the three bindings, built once each -----------------------------------------
+
+    def bound_passthrough(self) -> Any:
+        """``model.bind_tools(tools)``: no tool_choice, no parallel-calls flag."""
+        if self._passthrough is None:
+            self._passthrough = self.tool_choice.bind_passthrough(self.model, self.tools)
+        return self._passthrough
+
+    def bound_forbidding(self) -> Any:
+        """The model bound to answer without calling tools."""
+        if self._forbidding is None:
+            self._forbidding = self.tool_choice.bind_forbid(self.model, self.tools)
+        return self._forbidding
+
+    def bound_forcing(self, tool_name: str) -> Any:
+        """The model bound to call ``tool_name`` exactly once (a new binding, per turn)."""
+        bound = self._forcing.get(tool_name)
+        if bound is None:
+            bound = self.tool_choice.bind_force(self.model, self.tools, tool_name)
+            self._forcing[tool_name] = bound
+        return bound
+
+    # --- the node --------------------------------------------------------------------
+
+    def _conversation(self, state: Any) -> list[BaseMessage]:
+        if isinstance(state, Mapping):
+            messages = state.get(self.messages_key)
+        else:
+            messages = getattr(state, self.messages_key, state)
+        if not isinstance(messages, list):
+            raise ConfigurationError(
+                f"the governed model node reads state[{self.messages_key!r}] as a list of "
+                f"messages; got {type(messages).__name__}"
+            )
+        if self.system_prompt:
+            return [SystemMessage(content=self.system_prompt), *messages]
+        return messages
+
+    def _checked(self, response: Any) -> dict[str, list[Any]]:
+        decision = self.governor.last
+        invalid = getattr(response, "invalid_tool_calls", None)
+        if decision is not None and decision.path is Path.TOOL and invalid:
+            raise ProviderDisobeyedError(
+                f"The provider ignored the selected tool; execution blocked: the forced call "
+                f"of {decision.tool!r} came back with arguments that do not parse "
+                f"({invalid[0].get('error')!r})",
+                expected=[decision.tool or ""],
+                called=_called(response),
+            )
+        return {self.messages_key: [response]}
+
+    def _refused(self, error: ProviderDisobeyedError) -> dict[str, list[Any]]:
+        if self.on_disobey == "raise":
+            raise error
+        text = (
+            f"The model did not make the call it was constrained to (expected "
+            f"{error.expected!r}, it called {error.called!r}); nothing was executed."
+        )
+        return {self.messages_key: [local_message(text)]}
+
+    def _run(self, state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
+        host = _TurnHost(self, self._conversation(state), config, asynchronous=False)
+        try:
+            return self._checked(self.governor.step(host))
+        except ProviderDisobeyedError as error:
+            return self._refused(error)
+
+    async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
+        host = _TurnHost(self, self._conversation(state), config, asynchronous=True)
+        try:
+            return self._checked(await self.governor.astep(host))
+        except ProviderDisobeyedError as error:
+            return self._refused(error)
+
+
+def governed_model_node(
+    model: Any,
+    tools: Sequence[Any],
+    *,
+    governor: Governor | None = None,
+    tool_choice: ToolChoice | None = None,
+    on_disobey: OnDisobey = "raise",
+    system_prompt: str | None = None,
+    interrupted: Callable[[], bool] | None = None,
+    messages_key: str = "messages",
+    name: str = "agent",
+) -> GovernedModelNode:
+    """Build the governed model node for a LangGraph graph.
+
+    Args:
+        model: Any LangChain chat model with ``bind_tools`` (``ChatOpenAI``,
+            ``ChatAnthropic``, ...). Pass the plain model, not one already bound to tools.
+        tools: The tools the model may call (LangChain tools, functions or OpenAI dicts);
+            their descriptions are the ballot.
+        governor: The governor (a default ``Governor()`` when omitted).
+        tool_choice: How this integration forces and forbids; picked from the model's
+            class when omitted (:meth:`ToolChoice.for_model`).
+        on_disobey: When the model ignores the constraint: ``"raise"`` (default) raises
+            :class:`~jevqueue.errors.ProviderDisobeyedError` out of the graph run;
+            ``"message"`` drops the response and appends a local message saying so. In
+            both cases the disobeying response never reaches the state, so none of its
+            calls runs.
+        system_prompt: Prepended to the messages on every call, when given.
+        interrupted: A callable consulted after the decision and before the model call;
+            when it returns True the turn raises ``TurnInterruptedError``.
+        messages_key: The state key holding the messages.
+        name: The node's run name.
+
+    Returns:
+        A runnable node: ``graph.add_node("agent", node)``. Works with ``invoke`` and
+        ``ainvoke``.
+    """
+    return GovernedModelNode(
+        model,
+        tools,
+        governor=governor if governor is not None else Governor(),
+        tool_choice=tool_choice,
+        on_disobey=on_disobey,
+        system_prompt=system_prompt,
+        interrupted=interrupted,
+        messages_key=messages_key,
+        name=name,
+    )

@@ -1,0 +1,312 @@
+"""verify_audit_log and `jevqueue audit verify`: every kind of tampering, named and located."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from jevqueue.audit import (
+    AuditRecord,
+    JsonlAuditLog,
+    SQLiteAuditLog,
+    VerificationReport,
+    verify_audit_log,
+)
+from jevqueue.audit._sqlite_log import COLUMNS
+from jevqueue.cli import main
+from jevqueue.errors import AuditIntegrityError, AuditReadError
+
+Event = Callable[..., dict[str, Any]]
+
+
+def write_log(kind: str, tmp_path: Path, event: Event, count: int = 6) -> tuple[Path, list[str]]:
+    path = tmp_path / ("audit.sqlite3" if kind == "sqlite" else "audit.jsonl")
+    log = SQLiteAuditLog(path) if kind == "sqlite" else JsonlAuditLog(path, fsync=False)
+    ids = [log.append(event(n)).decision_id for n in range(count)]
+    log.close()
+    return path, ids
+
+
+def kinds(report: VerificationReport) -> list[str]:
+    return [problem.kind for problem in report.problems]
+
+
+# --- the SQLite log -----------------------------------------------------------------------
+
+
+def _sql(path: Path, *statements: str) -> None:
+    connection = sqlite3.connect(path)
+    for statement in statements:
+        connection.execute(statement)
+    connection.commit()
+    connection.close()
+
+
+def test_sqlite_edit_is_found_with_its_decision_id(tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("sqlite", tmp_path, event)
+    _sql(path, "UPDATE audit_log SET result = 'ALLOW', reasons = '[]' WHERE seq = 2")
+    report = verify_audit_log(path)
+    assert kinds(report) == ["edited"]
+    assert (report.problems[0].index, report.problems[0].decision_id) == (2, ids[2])
+
+
+def test_sqlite_deletion_is_found(tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("sqlite", tmp_path, event)
+    _sql(path, "DELETE FROM audit_log WHERE seq = 2")
+    report = verify_audit_log(path)
+    assert "deleted" in kinds(report)
+    deleted = next(p for p in report.problems if p.kind == "deleted" and p.index is not None)
+    assert (deleted.index, deleted.decision_id) == (2, ids[3])
+
+
+def test_sqlite_reordering_is_found(tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("sqlite", tmp_path, event)
+    columns = [name for name in COLUMNS if name != "seq"]
+    connection = sqlite3.connect(path)
+    select = f"SELECT {', '.join(columns)} FROM audit_log WHERE seq = ?"
+    one, two = (connection.execute(select, (seq,)).fetchone() for seq in (1, 2))
+    update = f"UPDATE audit_log SET {', '.join(f'{c} = ?' for c in columns)} WHERE seq = ?"
+    connection.execute(update, (*two, 1))
+    connection.execute(update, (*one, 2))
+    connection.commit()
+    connection.close()
+    report = verify_audit_log(path)
+    assert set(kinds(report)) == {"reordered"}
+    assert report.problems[0].index == 1 and report.problems[0].decision_id == ids[2]
+
+
+def test_sqlite_tail_truncation_is_found(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("sqlite", tmp_path, event)
+    _sql(path, "DELETE FROM audit_log WHERE seq >= 4")
+    report = verify_audit_log(path)
+    assert kinds(report) == ["truncated"]
+    assert "2 record(s) were cut off after index 3" in report.problems[0].message
+
+
+def test_sqlite_truncation_with_a_forged_head_needs_an_external_anchor(
+    tmp_path: Path, event: Event
+) -> None:
+    path, _ = write_log("sqlite", tmp_path, event)
+    head = verify_audit_log(path).head_hash
+    connection = sqlite3.connect(path)
+    previous = connection.execute("SELECT record_hash FROM audit_log WHERE seq = 4").fetchone()[0]
+    connection.execute("DELETE FROM audit_log WHERE seq = 5")
+    connection.execute("UPDATE audit_head SET count = 5, record_hash = ?", (previous,))
+    connection.commit()
+    connection.close()
+    assert verify_audit_log(path).ok  # the limit of any unanchored hash chain
+    anchored = verify_audit_log(path, expected_head=head, expected_count=6)
+    assert kinds(anchored) == ["truncated", "truncated"]
+
+
+def test_sqlite_rows_added_outside_the_log_are_found(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("sqlite", tmp_path, event)
+    _sql(path, "UPDATE audit_head SET count = 4")
+    assert kinds(verify_audit_log(path)) == ["inserted"]
+
+
+def test_sqlite_unreadable_rows_are_malformed_not_crashes(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("sqlite", tmp_path, event)
+    _sql(path, "UPDATE audit_log SET reasons = 'not json' WHERE seq = 1")
+    report = verify_audit_log(path)
+    assert kinds(report)[0] == "malformed" and report.problems[0].index == 1
+
+
+# --- the JSONL log ------------------------------------------------------------------------
+
+
+def _rewrite(path: Path, change: Callable[[list[bytes]], list[bytes]]) -> None:
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(change(lines)))
+
+
+def _edited(line: bytes) -> bytes:
+    data = json.loads(line)
+    data["result"] = "ALLOW" if data["result"] != "ALLOW" else "DENY"
+    return json.dumps(data).encode() + b"\n"
+
+
+def test_jsonl_edit_is_found(tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("jsonl", tmp_path, event)
+    _rewrite(path, lambda lines: [*lines[:3], _edited(lines[3]), *lines[4:]])
+    report = verify_audit_log(path)
+    assert kinds(report) == ["edited"]
+    assert (report.problems[0].index, report.problems[0].decision_id) == (3, ids[3])
+
+
+def test_jsonl_edit_with_a_recomputed_hash_breaks_the_next_link(
+    tmp_path: Path, event: Event
+) -> None:
+    path, ids = write_log("jsonl", tmp_path, event)
+
+    def forge(lines: list[bytes]) -> list[bytes]:
+        data = json.loads(lines[3])
+        data["result"] = "ALLOW"
+        data["reasons"] = []
+        data["record_hash"] = AuditRecord.from_dict(data).computed_hash()
+        return [*lines[:3], json.dumps(data).encode() + b"\n", *lines[4:]]
+
+    _rewrite(path, forge)
+    report = verify_audit_log(path)
+    assert kinds(report) == ["deleted"]
+    assert (report.problems[0].index, report.problems[0].decision_id) == (4, ids[4])
+    assert "rewritten" in report.problems[0].message
+
+
+def test_jsonl_deletion_is_found(tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("jsonl", tmp_path, event)
+    _rewrite(path, lambda lines: [*lines[:2], *lines[3:]])
+    report = verify_audit_log(path)
+    assert kinds(report) == ["deleted"]
+    assert (report.problems[0].index, report.problems[0].decision_id) == (2, ids[3])
+
+
+def test_jsonl_deleting_the_first_record_is_found(tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("jsonl", tmp_path, event)
+    _rewrite(path, lambda lines: lines[1:])
+    report = verify_audit_log(path)
+    assert kinds(report) == ["deleted"]
+    assert report.problems[0].decision_id == ids[1]
+
+
+def test_jsonl_reordering_is_found(tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("jsonl", tmp_path, event)
+    _rewrite(path, lambda lines: [lines[0], lines[2], lines[1], *lines[3:]])
+    report = verify_audit_log(path)
+    assert set(kinds(report)) == {"reordered"}
+    assert report.problems[0].index == 1 and report.problems[0].decision_id == ids[2]
+
+
+def test_jsonl_tail_truncation_is_found(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("jsonl", tmp_path, event)
+    _rewrite(path, lambda lines: lines[:-2])
+    report = verify_audit_log(path)
+    assert kinds(report) == ["truncated"]
+    assert report.problems[0].index == 4
+
+
+def test_jsonl_torn_last_line_is_found(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("jsonl", tmp_path, event)
+    _rewrite(path, lambda lines: [*lines[:-1], lines[-1][:40]])
+    assert "truncated" in kinds(verify_audit_log(path))
+
+
+def test_jsonl_garbage_and_duplicates_are_reported(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("jsonl", tmp_path, event)
+    _rewrite(path, lambda lines: [*lines[:2], b"{not json}\n", *lines[2:]])
+    assert kinds(verify_audit_log(path))[0] == "malformed"
+    path, _ = write_log("jsonl", tmp_path / "dup", event)
+    _rewrite(path, lambda lines: [*lines, lines[-1]])
+    assert "duplicated" in kinds(verify_audit_log(path))
+
+
+def test_jsonl_without_its_head_anchor_says_so(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("jsonl", tmp_path, event)
+    Path(f"{path}.head").unlink()
+    report = verify_audit_log(path)
+    assert report.ok
+    assert any("no head anchor" in note for note in report.notes)
+
+
+def test_a_lagging_jsonl_anchor_is_a_note(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("jsonl", tmp_path, event)
+    lines = path.read_bytes().splitlines()
+    Path(f"{path}.head").write_text(json.loads(lines[-2])["record_hash"] + "\n")
+    report = verify_audit_log(path)
+    assert report.ok
+    assert any("behind" in note for note in report.notes)
+
+
+def test_an_empty_log_verifies(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    JsonlAuditLog(path).close()
+    report = verify_audit_log(path)
+    assert report.ok and report.count == 0
+
+
+def test_raise_for_problems(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("jsonl", tmp_path, event)
+    verify_audit_log(path).raise_for_problems()
+    _rewrite(path, lambda lines: [*lines[:2], *lines[3:]])
+    with pytest.raises(AuditIntegrityError) as caught:
+        verify_audit_log(path).raise_for_problems()
+    assert caught.value.index == 2
+
+
+# --- unreadable input ---------------------------------------------------------------------
+
+
+def test_unreadable_inputs_raise_audit_read_error(tmp_path: Path) -> None:
+    with pytest.raises(AuditReadError, match="no audit log"):
+        verify_audit_log(tmp_path / "missing.sqlite3")
+    with pytest.raises(AuditReadError, match="no audit log"):
+        verify_audit_log(tmp_path)
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    with pytest.raises(AuditReadError, match="neither"):
+        verify_audit_log(binary)
+    fake = tmp_path / "fake.sqlite3"
+    fake.write_text("hello")
+    with pytest.raises(AuditReadError, match="not an SQLite database"):
+        verify_audit_log(fake)
+    other = tmp_path / "other.sqlite3"
+    _sql(other, "CREATE TABLE t (x)")
+    with pytest.raises(AuditReadError, match="not a jevqueue audit log"):
+        verify_audit_log(other)
+
+
+def test_a_damaged_database_raises_audit_read_error(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("sqlite", tmp_path, event, count=300)
+    data = bytearray(path.read_bytes())
+    data[100:] = bytes(len(data) - 100)  # keep the magic, destroy the rest
+    path.write_bytes(bytes(data))
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    with pytest.raises(AuditReadError):
+        verify_audit_log(path)
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
+def test_cli_ok_prints_the_count(kind: str, tmp_path: Path, event: Event) -> None:
+    path, _ = write_log(kind, tmp_path, event)
+    result = CliRunner().invoke(main, ["audit", "verify", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("OK: 6 records")
+
+
+def test_cli_reports_the_problem_and_fails(tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("jsonl", tmp_path, event)
+    _rewrite(path, lambda lines: [*lines[:3], _edited(lines[3]), *lines[4:]])
+    result = CliRunner().invoke(main, ["audit", "verify", str(path)])
+    assert result.exit_code == 1
+    assert "edited" in result.output and ids[3] in result.output and "index 3" in result.output
+    as_json = CliRunner().invoke(main, ["audit", "verify", "--json", str(path)])
+    assert as_json.exit_code == 1
+    report = json.loads(as_json.output)
+    assert report["ok"] is False and report["problems"][0]["decision_id"] == ids[3]
+
+
+def test_cli_expect_head_catches_a_consistent_truncation(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("jsonl", tmp_path, event)
+    head = verify_audit_log(path).head_hash
+    _rewrite(path, lambda lines: lines[:-1])
+    Path(f"{path}.head").unlink()
+    runner = CliRunner()
+    assert runner.invoke(main, ["audit", "verify", str(path)]).exit_code == 0
+    result = runner.invoke(main, ["audit", "verify", str(path), "--expect-head", head])
+    assert result.exit_code == 1 and "truncated" in result.output
+
+
+def test_cli_unreadable_file_exits_2_with_advice(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["audit", "verify", str(tmp_path / "nope.sqlite3")])
+    assert result.exit_code == 2
+    assert "check the path" in result.output
