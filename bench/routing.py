@@ -179,7 +179,30 @@ def floor_table(scored: Sequence[Scored], floors: Sequence[float]) -> None:
     for floor in floors:
         irr = _share(sum(s.top < floor for s in irrelevance), len(irrelevance))
         rel = _share(sum(s.top < floor for s in relevant), len(relevant))
-        print(f"{floor:5.2f}   {irr:17.3f}   {rel:14.3f}")
+        print(f"{floor:5.3f}   {irr:17.3f}   {rel:14.3f}")
+
+
+def margin_table(
+    calibration: Sequence[Scored], heldout: Sequence[Scored], *, precision: float
+) -> None:
+    """For each margin, the best `confident` on the calibration half, measured on held-out."""
+    print("\nmargin  confident  calib coverage  held-out coverage  held-out precision")
+    for margin in (0.01, 0.02, 0.05, 0.1, 0.15, 0.2):
+        best: tuple[float, float] | None = None
+        for step in range(101):
+            confident = step / 100
+            t = Thresholds(confident=confident, margin=margin, floor=0.0)
+            m = metrics(rule(s, t) for s in calibration)
+            if m.forced and m.precision >= precision and (best is None or m.coverage > best[0]):
+                best = (m.coverage, confident)
+        if best is None:
+            print(f"{margin:6.2f}  {'-':>9}")
+            continue
+        held = metrics(rule(s, Thresholds(best[1], margin, 0.0)) for s in heldout)
+        print(
+            f"{margin:6.2f}  {best[1]:9.2f}  {best[0]:14.3f}  {held.coverage:17.3f}  "
+            f"{held.precision:18.3f}"
+        )
 
 
 def _governor_router(thresholds: Thresholds) -> Callable[[RoutingItem], Routed] | None:
@@ -254,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report("held-out half (threshold rule)", [rule(s, thresholds) for s in heldout])
         print("\nheld-out half, if the floor were raised (the top score is below it):", end="")
         floor_table(heldout, [0.0, 0.001, 0.01, 0.02, 0.05, 0.1])
+        print("\nmargin sensitivity (a larger margin forces fewer near-ties):", end="")
+        margin_table(calibration, heldout, precision=args.precision)
     else:
         thresholds = Thresholds()
         print(f"\ndefault {thresholds}")

@@ -77,6 +77,8 @@ _EXPORTS: dict[str, str] = {
     "JevRuntimeError": "jevqueue.errors",
     "ControlSignal": "jevqueue.errors",
     "ProviderDisobeyedError": "jevqueue.errors",
+    "DecisionError": "jevqueue.errors",
+    "TurnInterruptedError": "jevqueue.errors",
     "ProviderHTTPError": "jevqueue.errors",
     "PolicyDeniedError": "jevqueue.errors",
     "UnfulfilledObligationError": "jevqueue.errors",

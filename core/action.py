@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-from jevqueue.canonical import canonical_json, encode_json_string, encode_prevalidated
+from jevqueue.canonical import canonical_json, encode_json_string
 from jevqueue.context import ExecutionContext
 from jevqueue.errors import InvalidToolArgumentsError, UnsupportedTypeError
 from jevqueue.registry import ToolRegistry, ToolSpec
@@ -70,6 +70,15 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
     return "/" + normal.lstrip("/")
 
 
+def _fold(component: str) -> str:
+    # Case-folded, and without the trailing dots and spaces that Windows filesystems
+    # ignore (".git." is ".git" there), so protected names match however they are spelt.
+    folded = component.casefold()
+    if folded.endswith((".", " ")):
+        return folded.rstrip(". ") or folded
+    return folded
+
+
 def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> str | None:
     value = arguments.get(name)
     if value is None:
@@ -105,22 +114,6 @@ def _schema_error(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
     )
 
 
-_SPEC_JSON: dict[ToolSpec, tuple[str, str]] = {}
-
-
-def _spec_json(spec: ToolSpec) -> tuple[str, str]:
-    """The canonical JSON of a spec's sorted side effects and of its name, cached."""
-    cached = _SPEC_JSON.get(spec)
-    if cached is None:
-        cached = (
-            encode_prevalidated(sorted(spec.side_effects)).decode("utf-8"),
-            encode_json_string(spec.name),
-        )
-        if len(_SPEC_JSON) < 4096:
-            _SPEC_JSON[spec] = cached
-    return cached
-
-
 @dataclass(frozen=True)
 class Action:
     """One proposed tool call, canonical and digested.
@@ -142,7 +135,8 @@ class Action:
             ``None`` when it is not strictly inside (the workspace itself and a sibling
             such as ``/ws-evil`` next to ``/ws`` are outside). Parallel to targets.
         folded_targets: ``(field, components)`` for each target inside the workspace,
-            case-folded, for rules that match protected names.
+            case-folded and stripped of trailing dots and spaces, for rules that match
+            protected names.
     """
 
     tool: str
@@ -218,7 +212,7 @@ class Action:
             middle = ',"cwd":null,"side_effects":'
         else:
             middle = ',"cwd":' + encode_json_string(cwd) + ',"side_effects":'
-        effects_json, tool_json = _spec_json(spec)
+        effects_json, tool_json = spec.digest_parts
         try:
             tail = (
                 middle + effects_json + ',"targets":[' + quoted + '],"tool":' + tool_json + "}"
@@ -238,7 +232,7 @@ class Action:
             if root != "/" and target.startswith(prefix):
                 parts = tuple(target[cut:].split("/"))
                 relative.append(parts)
-                folded.append((field, tuple(part.casefold() for part in parts)))
+                folded.append((field, tuple(_fold(part) for part in parts)))
             else:
                 relative.append(None)
         action = object.__new__(cls)

@@ -22,6 +22,9 @@ lone UTF-16 surrogates        :class:`~jevqueue.errors.UnsupportedTypeError`
 Large integers: RFC 8785 writes every number as an IEEE-754 double, so an integer beyond
 ``2**53 - 1`` would silently change value (``2**53 + 1`` reads back as ``2**53``) and two
 different calls would share a digest. Such integers are refused; pass them as strings.
+For the same reason a float in ``[2**53, 1e21)`` is refused: RFC 8785 prints it as a bare
+integer literal, which a reader would parse as such an unsafe integer. Every accepted
+value therefore reads back, from its canonical form, as an accepted equal value.
 ``True``/``False`` are booleans, never the numbers 1 and 0.
 
 Serialization follows RFC 8785 (JSON Canonicalization Scheme) through the ``rfc8785``
@@ -74,6 +77,10 @@ MAX_BYTES = 1 << 20
 MAX_SAFE_INTEGER = 2**53 - 1
 """The largest integer magnitude a JSON number (an IEEE-754 double) holds exactly."""
 
+# RFC 8785 prints floats in [2**53, 1e21) as bare integer literals; a reader would take
+# them for integers outside the safe range, so they are refused like those integers.
+_FLOAT_AS_BIG_INTEGER = float(2**53)
+_EXPONENT_FORM = 1e21
 _DEPTH_CEILING = 200  # beyond this, validation itself could exhaust the interpreter's stack
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -135,8 +142,9 @@ class _Refusal(Exception):
         raise self.error(pointer, self.message) from None
 
 
-def _key_part(key: str | int) -> str:
-    text = str(key)
+def _key_part(key: object) -> str:
+    # Printable whatever the key holds (a lone surrogate would break printing the error).
+    text = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
     if len(text) > 64:
         text = text[:61] + "..."
     return text.replace("~", "~0").replace("/", "~1")
@@ -200,6 +208,12 @@ class _Walk:
                 raise _Refusal(
                     NonFiniteNumberError,
                     "NaN and infinities have no JSON spelling: pass a finite number or null",
+                )
+            if _FLOAT_AS_BIG_INTEGER <= abs(value) < _EXPONENT_FORM:
+                raise _Refusal(
+                    IntegerOutOfRangeError,
+                    "this float prints as an integer beyond ±(2**53 - 1), which readers parse "
+                    "as an imprecise integer: pass it as a string",
                 )
             self.needs_rfc8785 = True
         else:

@@ -23,8 +23,8 @@ class Decision:
 
     Attributes:
         path: Which of the nine paths the turn took.
-        tool: The chosen (forced or statically called) tool, if any. On ``clarify`` and
-            ``risk_stop`` it is the top-scored tool, for the record.
+        tool: The chosen (forced or statically called) tool, if any. On ``clarify``,
+            ``risk_stop`` and ``delegate`` it is the top-scored tool, for the record.
         scores: Every offered tool's score, highest first (read-only).
         directive: The text appended (to a copy of the messages) for ``generate``; ``""``
             on every other path and on the passthrough.

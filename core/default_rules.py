@@ -266,32 +266,45 @@ class SecretFileRule:
         )
 
 
+# Each pattern starts with a literal, so a separate search is a fast literal scan; a
+# leading word boundary is left out because it defeats that scan (matching inside a longer
+# token only errs on the side of denying). Repetitions before a literal suffix are
+# bounded, so no input backtracks quadratically.
 _CREDENTIALS: tuple[tuple[str, str], ...] = (
-    ("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z2-7]{16}\b"),
+    ("aws_access_key", r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z2-7]{16}\b"),
     (
         "aws_secret_key",
-        r"(?i:aws_?secret_?(?:access_?)?key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+]{40}\b",
+        r"(?i:aws_?secret_?(?:access_?)?key)[\"']?\s{0,8}[:=]\s{0,8}[\"']?[A-Za-z0-9/+]{40}\b",
     ),
-    (
-        "private_key",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
-    ),
-    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{40,255})\b"),
-    ("gitlab_token", r"\bglpat-[A-Za-z0-9_\-]{20,}"),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("slack_webhook", r"https://hooks\.slack\.com/services/T[A-Za-z0-9_/]{20,}"),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}"),
-    ("stripe_key", r"\b[rs]k_live_[0-9A-Za-z]{20,}"),
-    (
-        "openai_key",
-        r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}",
-    ),
-    ("anthropic_key", r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_\-]{80,}"),
-    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    ("pypi_token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"),
-    ("huggingface_token", r"\bhf_[A-Za-z]{34}\b"),
+    ("private_key", r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----"),
+    ("github_token", r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{40,255})\b"),
+    ("gitlab_token", r"glpat-[A-Za-z0-9_\-]{20}"),
+    ("slack_token", r"xox[abposr]-[A-Za-z0-9-]{10}"),
+    ("slack_webhook", r"https://hooks\.slack\.com/services/T[A-Za-z0-9_/]{20}"),
+    ("google_api_key", r"AIza[0-9A-Za-z_\-]{35}"),
+    ("stripe_key", r"[rs]k_live_[0-9A-Za-z]{20}"),
+    ("openai_key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,200}T3BlbkFJ"),
+    ("anthropic_key", r"sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_\-]{80}"),
+    ("npm_token", r"npm_[A-Za-z0-9]{36}\b"),
+    ("pypi_token", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50}"),
+    ("huggingface_token", r"hf_[A-Za-z]{34}\b"),
 )
 _CREDENTIAL_PATTERN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _CREDENTIALS))
+_SEPARATE_PATTERNS = tuple((name, re.compile(rx)) for name, rx in _CREDENTIALS)
+_SHORT = 512  # below this length one combined search is cheaper than fourteen scans
+
+
+def _credential(text: str) -> str | None:
+    """Return the kind of the first credential format found in ``text``, if any."""
+    if len(text) < _SHORT:
+        match = _CREDENTIAL_PATTERN.search(text)
+        return None if match is None else match.lastgroup
+    for name, pattern in _SEPARATE_PATTERNS:
+        if pattern.search(text) is not None:
+            return name
+    return None
+
+
 _LABELS = {
     "aws_access_key": "an AWS access key id",
     "aws_secret_key": "an AWS secret access key",
@@ -373,7 +386,6 @@ class CredentialContentRule:
         spec = action.spec
         content_fields = spec.content_fields if spec is not None else ()
         found: dict[str, str] = {}
-        search = _CREDENTIAL_PATTERN.search
         arguments = action.arguments
         if content_fields:
             for field, pointer in self._fields(content_fields):
@@ -386,14 +398,14 @@ class CredentialContentRule:
                 else:
                     texts = _content(arguments, pointer)
                 for text in texts:
-                    match = search(text)
-                    if match is not None and match.lastgroup is not None:
-                        found.setdefault(match.lastgroup, field.split("/")[0])
+                    kind = _credential(text)
+                    if kind is not None:
+                        found.setdefault(kind, field.split("/")[0])
         else:
             for text in _strings(arguments):
-                match = search(text)
-                if match is not None and match.lastgroup is not None:
-                    found.setdefault(match.lastgroup, "the arguments")
+                kind = _credential(text)
+                if kind is not None:
+                    found.setdefault(kind, "the arguments")
         if not found:
             return None
         return Verdict.deny(

@@ -356,9 +356,7 @@ class Governor:
     def _question(self, tools: Tools, names: list[str], scores: Mapping[str, float]) -> str:
         top = next(iter(scores.values()))
         tied = [
-            name
-            for name, score in scores.items()
-            if top - score < self._margin - _LEAD_TOLERANCE
+            name for name, score in scores.items() if top - score < self._margin - _LEAD_TOLERANCE
         ]
         shown = tied[:_CLARIFY_LIMIT]
         described = []

@@ -1,20 +1,28 @@
 """The default ballot: BM25-style word matching of the user's request against tool schemas.
 
-Pure Python, no dependencies. A tool's document is its name (split on ``snake_case``,
+Pure Python, no dependencies. A tool's text is its name (split on ``snake_case``,
 ``camelCase`` and dots), its description, and the names and descriptions of its
-parameters, each field weighted by how much it says about what the tool is for.
+parameters. Words are lowercased, lightly stemmed, and stripped of function words and of
+the request verbs every tool shares ("get", "find", "calculate"); in a toolset of three or
+more, a word counts less the more tools mention it (an inverse document frequency).
 
-A score is the share of the request's content words the tool covers, each covered word
-counted with a BM25 saturation of how often and where the tool mentions it. It is an
-absolute measure, not a share of the toolset, so it means the same with one tool as with a
-hundred: a lone tool that covers little of the request scores low, and two tools that both
-cover the request both score high (a small lead, so the governor asks rather than forces).
-Words that every tool of a larger toolset mentions count less, since they cannot tell the
-tools apart.
+A score answers "is this the tool the request asks for?" on an absolute scale, so that the
+governor's thresholds mean the same with one tool as with a hundred:
 
-The index of a toolset is cached by the content it reads (names, descriptions, parameter
-names and descriptions), so a ``tools()`` that rebuilds equal schemas every turn reuses
-it, and a changed description rebuilds it.
+* mostly, how much of the tool's *own* name and description the request mentions
+  (calibrated against the tool's self-match: a request that says everything the tool's
+  name and description say scores 1, whatever else it says);
+* a little, how much of the request the tool's whole schema explains, saturated
+  BM25-style by how often and where (name over description over parameters), so that any
+  shared word lifts a score above 0 and a tool that shares none scores exactly 0.
+
+Two tools that both fit score alike, so their lead is small and the governor asks rather
+than forces. The choice of this score, and the default thresholds, were measured on public
+function-calling data: see ``bench/routing.py`` and ``docs/benchmarks.md``.
+
+The index of a toolset is cached by content: a toolset equal to a recent one (the same
+list, or one rebuilt with equal content) is recognised by one comparison, and any change —
+a description, a parameter — rebuilds the index.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jevqueue.errors import InvalidToolSchemaError
+from jevqueue.messages import newest_user_text
 from jevqueue.tool_schema import normalize_tool
 
 __all__ = ["LexicalBallot"]
@@ -84,37 +93,32 @@ def _stem(word: str) -> str:
     return word
 
 
+# Word as written -> its term ("" for a stopword). Requests repeat words, and this runs on
+# every turn; the cache is bounded by clearing it when it grows past _WORD_CACHE_SIZE.
+_word_terms: dict[str, str] = {}
+_WORD_CACHE_SIZE = 50_000
+
+
+def _term(raw: str) -> str:
+    word = raw.lower()
+    term = "" if len(word) < 2 or word in _STOPWORDS or word.isdigit() else _stem(word)
+    if len(_word_terms) >= _WORD_CACHE_SIZE:
+        _word_terms.clear()
+    _word_terms[raw] = term
+    return term
+
+
 def _terms(text: str) -> list[str]:
     """Content terms of ``text``: split words and identifiers, lowercase, drop stopwords."""
     out: list[str] = []
+    known = _word_terms
     for raw in _WORD.findall(text):
-        word = raw.lower()
-        if len(word) < 2 or word in _STOPWORDS or word.isdigit():
-            continue
-        out.append(_stem(word))
+        term = known.get(raw)
+        if term is None:
+            term = _term(raw)
+        if term:
+            out.append(term)
     return out
-
-
-def _query_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The text of the newest user message ("" when there is none)."""
-    for message in reversed(messages):
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, Sequence):
-            parts: list[str] = []
-            for part in content:
-                if isinstance(part, str):
-                    parts.append(part)
-                elif isinstance(part, Mapping):
-                    text = part.get("text")
-                    if isinstance(text, str):
-                        parts.append(text)
-            return " ".join(parts)
-        return ""
-    return ""
 
 
 def _text(value: object) -> str:
@@ -237,6 +241,10 @@ def _build_index(keys: Sequence[_ToolKey]) -> _Index:
     )
 
 
+def _by_score(item: tuple[str, float]) -> float:
+    return item[1]
+
+
 class LexicalBallot:
     """Scores every tool by how well the newest user message and the tool's schema match.
 
@@ -329,7 +337,7 @@ class LexicalBallot:
         total = 0.0
         postings = index.postings
         weights = index.weights
-        for term in self._query_terms(_query_text(messages)):
+        for term in self._query_terms(newest_user_text(messages)):
             plist = postings.get(term)
             if plist is None:
                 total += 1.0
@@ -345,21 +353,18 @@ class LexicalBallot:
                     sums[2] += core_share
         if not touched:
             return dict.fromkeys(names, 0.0)
-        scored = sorted(
-            (
-                (
-                    -min(
-                        1.0,
-                        _OWN_TEXT * math.sqrt(min(1.0, named) * min(1.0, described))
-                        + (1.0 - _OWN_TEXT) * request / total,
-                    ),
-                    position,
-                )
-                for position, (request, named, described) in touched.items()
+        request_weight = (1.0 - _OWN_TEXT) / total
+        scores: dict[str, float] = {}
+        for position in sorted(touched):  # toolset order, so that ties keep it
+            request, named, described = touched[position]
+            own = math.sqrt(
+                (named if named < 1.0 else 1.0) * (described if described < 1.0 else 1.0)
             )
-        )
-        result = {names[position]: -negative for negative, position in scored}
-        for name in names:
-            if name not in result:
-                result[name] = 0.0
+            value = _OWN_TEXT * own + request_weight * request
+            scores[names[position]] = value if value < 1.0 else 1.0
+        result = dict(sorted(scores.items(), key=_by_score, reverse=True))
+        if len(result) < len(names):
+            for name in names:
+                if name not in result:
+                    result[name] = 0.0
         return result

@@ -336,7 +336,9 @@ class _Compiler:
             )
         if not raw_rules and default != "deny":
             self.warn((), "the file has no [[rule]] tables and changes nothing")
+        self.warnings.sort(key=lambda warning: warning.line or 0)
         if self.errors:
+            self.errors.sort(key=lambda error: error.line or 0)
             return PolicyFileReport(
                 self.file,
                 tuple(self.errors),
@@ -523,7 +525,10 @@ class _Compiler:
         if value in seen:
             first = seen[value]
             where = f" (first used on line {first})" if first is not None else ""
-            self.error((*here, "id"), f"duplicate rule id {value!r}{where}; ids must be unique")
+            self.error(
+                (*here, "id"),
+                f"rule #{index + 1}: duplicate rule id {value!r}{where}; ids must be unique",
+            )
             return None
         seen[value] = line
         return value
@@ -686,11 +691,12 @@ class _Compiler:
     def _regex(
         self, path: KeyPath, value: Any, label: str, *, argument: str | None = None
     ) -> re.Pattern[str] | None:
-        what = f"the pattern for argument {argument!r}" if argument else "'arguments_json'"
+        what = f"argument {argument!r}" if argument else "'arguments_json'"
         if not isinstance(value, str):
             self.error(
                 path,
-                f"{label}: {what} must be a regular expression string, not {_type_name(value)}",
+                f"{label}: the pattern for {what} must be a regular expression string, "
+                f"not {_type_name(value)}",
             )
             return None
         try:
@@ -703,7 +709,11 @@ class _Compiler:
             )
             return None
         if compiled.search("") is not None:
-            self.warn(path, f"{label}: {what} matches the empty string, so it matches any value")
+            self.warn(
+                path,
+                f"{label}: the pattern for {what} matches the empty string, so it matches "
+                "any value",
+            )
         return compiled
 
     def _warn_unknown_tools(self, index: int, values: Any) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import jsonschema
 import jsonschema.validators
+from jevqueue.canonical import encode_json_string, encode_prevalidated
 from jevqueue.errors import ConfigurationError, UnregisteredToolError
 
 __all__ = [
@@ -98,6 +99,9 @@ class ToolSpec:
     content_fields: tuple[str, ...] = ()
     schema: Mapping[str, Any] | None = field(default=None, hash=False)
     _validator: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
+    _digest_parts: tuple[str, str] = field(
+        default=("", ""), init=False, repr=False, compare=False, hash=False
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _TOOL_NAME.fullmatch(self.name):
@@ -113,6 +117,14 @@ class ToolSpec:
                     "'file_write'"
                 )
         object.__setattr__(self, "side_effects", frozenset(effects))
+        object.__setattr__(
+            self,
+            "_digest_parts",
+            (
+                encode_prevalidated(sorted(effects)).decode("utf-8"),
+                encode_json_string(self.name),
+            ),
+        )
         paths = _names(self.path_fields, "path_fields", self.name)
         object.__setattr__(self, "path_fields", paths)
         required = _names(self.required_path_fields, "required_path_fields", self.name)
@@ -146,6 +158,11 @@ class ToolSpec:
                     f"tool {self.name!r}: the schema is not a valid JSON Schema ({error.message})"
                 ) from None
             object.__setattr__(self, "_validator", validator_class(self.schema))
+
+    @property
+    def digest_parts(self) -> tuple[str, str]:
+        """The canonical JSON of the sorted side effects and of the name (for digests)."""
+        return self._digest_parts
 
     @property
     def validator(self) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from jevqueue.errors import InvalidToolSchemaError
 
@@ -177,7 +177,7 @@ def tool_names(tools: Sequence[Mapping[str, Any]]) -> list[str]:
             and "" not in offered
             and not isinstance(tools, (str, bytes, Mapping))
         ):
-            return names
+            return cast("list[str]", names)
     _check_sequence(tools)
     checked: list[str] = []
     for position, tool in enumerate(tools):

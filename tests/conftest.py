@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from jevqueue.testing.network import NetworkGuard
 
 pytest_plugins = ["jevqueue.testing.pytest_plugin", "pytester"]

@@ -25,7 +25,7 @@ __all__ = ["ApprovalAuthority", "SignedApprovalVerifier", "signing_bytes"]
 
 def signing_bytes(record: ApprovalRecord) -> bytes:
     """Return the exact bytes an approval signature covers: RFC 8785 JSON of the fields."""
-    return bytes(rfc8785.dumps(record.signing_payload()))
+    return bytes(rfc8785.dumps(ApprovalRecord.signing_payload(record)))
 
 
 class ApprovalAuthority:
@@ -138,7 +138,7 @@ class SignedApprovalVerifier:
 
     def __call__(self, record: ApprovalRecord, action: Action) -> bool:
         """Return ``True`` if a trusted approver signed ``record`` for ``action``."""
-        if not isinstance(record, ApprovalRecord) or record.signature is None:
+        if type(record) is not ApprovalRecord or record.signature is None:
             return False
         if record.action_digest != getattr(action, "digest", None):
             return False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +84,9 @@ def check_approvals(
             verdict,
             reasons=(*verdict.reasons, "explicit approval refused: verdict and action differ"),
         )
+    if isinstance(records, str | bytes | Mapping) or records is None:
+        # A bare string is a sequence of characters, not of records: judge it whole.
+        records = () if records is None else (records,)
     refusals: list[str] = []
     if not records:
         refusals.append(
@@ -98,7 +101,7 @@ def check_approvals(
         if problem is not None:
             refusals.append(f"{label} refused: {problem}")
             continue
-        assert isinstance(record, ApprovalRecord)
+        assert type(record) is ApprovalRecord
         if consumed is None:
             refusals.append(
                 f"{label} refused: no consumed-approval store is configured, so single use "
@@ -127,7 +130,7 @@ def check_approvals(
 
 
 def _label(index: int, record: Any) -> str:
-    if isinstance(record, ApprovalRecord):
+    if type(record) is ApprovalRecord:
         return f"approval record #{index} ({record.approval_id})"
     return f"approval record #{index}"
 
@@ -141,7 +144,7 @@ def _refusal(
     freshness: timedelta,
     skew: timedelta,
 ) -> str | None:
-    if not isinstance(record, ApprovalRecord):
+    if type(record) is not ApprovalRecord:  # a subclass could override what gets signed
         return (
             f"a {type(record).__name__} is not an ApprovalRecord; only an issued "
             "ApprovalRecord can satisfy explicit approval"

@@ -75,8 +75,9 @@ class JsonlAuditLog(ChainedAuditLog):
                 f"cannot open the audit log {str(self.path)!r} ({type(error).__name__}: "
                 f"{error}): pass a writable path"
             ) from error
-        # (file size, last record_hash) as of this object's last look at the file
-        self._known: tuple[int, str] = (-1, GENESIS_HASH)
+        # ((inode, size), last record_hash) as of this object's last write: when the file
+        # is unchanged since, the tail need not be read again.
+        self._known: tuple[tuple[int, int], str] = ((-1, -1), GENESIS_HASH)
 
     def _tail_hash(self, fd: int, size: int) -> str:
         if size == 0:
@@ -120,9 +121,13 @@ class JsonlAuditLog(ChainedAuditLog):
                 if fcntl is not None:
                     fcntl.flock(fd, fcntl.LOCK_EX)
                 try:
-                    size = os.fstat(fd).st_size
-                    known_size, known_hash = self._known
-                    prev_hash = known_hash if size == known_size else self._tail_hash(fd, size)
+                    status = os.fstat(fd)
+                    size = status.st_size
+                    known_shape, known_hash = self._known
+                    if (status.st_ino, size) == known_shape:
+                        prev_hash = known_hash
+                    else:
+                        prev_hash = self._tail_hash(fd, size)
                     record = AuditRecord.chained(event, prev_hash)
                     line = record_line(record)
                     written = os.write(fd, line)
@@ -130,7 +135,7 @@ class JsonlAuditLog(ChainedAuditLog):
                         raise OSError(f"short write: {written} of {len(line)} bytes")
                     if self.fsync:
                         os.fsync(fd)
-                    self._known = (size + written, record.record_hash)
+                    self._known = ((status.st_ino, size + written), record.record_hash)
                     anchor = record.record_hash.encode("ascii") + b"\n"
                     os.pwrite(self._head_fd, anchor, 0)
                     os.ftruncate(self._head_fd, len(anchor))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
+from json.encoder import encode_basestring as _quote  # the C escaper, as json.dumps uses
 from typing import TYPE_CHECKING, Any
 
 from jevqueue.errors import AuditWriteError
@@ -43,23 +44,41 @@ RECORD_FIELDS = (*HASHED_FIELDS, "record_hash")
 _EVENT_TEXT_FIELDS = tuple(name for name in _TEXT_FIELDS if name != "prev_hash")
 
 
+_SORTED_FIELDS = tuple((name, f'"{name}":') for name in sorted(HASHED_FIELDS))
+
+
+def json_string_list(values: Sequence[str]) -> str:
+    """Return the canonical JSON array of ``values`` (strings only)."""
+    return "[" + ",".join(map(_quote, values)) + "]"
+
+
 def canonical_record_bytes(fields: Mapping[str, Any]) -> bytes:
     """Return the RFC 8785 canonical JSON of a record's hashed fields.
 
-    Every hashed field is a string or a list of strings under a fixed ASCII key, and for
-    exactly that shape ``json.dumps(sort_keys=True, separators=(",", ":"),
-    ensure_ascii=False)`` produces the RFC 8785 bytes (same key order, same escapes);
-    the test suite pins the equivalence against the ``rfc8785`` package. It is about four
-    times faster, which matters on the path of every decision.
+    Every hashed field is a string, a list of strings or a boolean under a fixed ASCII
+    key. For exactly that shape, RFC 8785 is: keys in code-point order, no whitespace,
+    and strings escaped exactly as ``json.dumps(..., ensure_ascii=False)`` escapes them
+    (the C ``encode_basestring``: quote, backslash, the short escapes, a six-character
+    escape for other control characters, everything else literal UTF-8). The test suite
+    pins the equivalence against the ``rfc8785`` package; building the text directly is
+    about ten times faster, which matters on the path of every decision.
 
     Raises:
         AuditWriteError: a field holds text that cannot be encoded (a lone surrogate).
     """
-    payload = {name: fields[name] for name in HASHED_FIELDS}
+    parts = []
+    for name, key in _SORTED_FIELDS:
+        value = fields[name]
+        if value is True:
+            parts.append(key + "true")
+        elif value is False:
+            parts.append(key + "false")
+        elif type(value) is str:
+            parts.append(key + _quote(value))
+        else:
+            parts.append(key + json_string_list(value))
     try:
-        return json.dumps(
-            payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        ).encode("utf-8")
+        return ("{" + ",".join(parts) + "}").encode("utf-8")
     except UnicodeEncodeError as error:
         raise AuditWriteError(
             "an audit field holds text that is not valid Unicode (a lone surrogate); "
@@ -159,25 +178,21 @@ class AuditRecord:
                 "the decision was not recorded and its call is denied"
             )
         fields: dict[str, Any] = {}
+        get = event.get
         for name in _EVENT_TEXT_FIELDS:
-            fields[name] = _text(event.get(name), name)
+            value = get(name)
+            fields[name] = value if type(value) is str else _text(value, name)
         if not fields["decision_id"]:
             fields["decision_id"] = str(uuid.uuid4())
-        timestamp = event.get("timestamp")
-        if isinstance(timestamp, datetime):
-            fields["timestamp"] = _utc(timestamp)
-        elif fields["timestamp"]:
-            fields["timestamp"] = _utc(_parse(fields["timestamp"]))
-        else:
-            fields["timestamp"] = _utc(datetime.now(timezone.utc))
+        fields["timestamp"] = _timestamp(get("timestamp"), fields["timestamp"])
         if not fields["result"]:
             raise AuditWriteError(
                 "an audit event has no 'result' (the verdict kind); the decision was not "
                 "recorded and its call is denied"
             )
         for name in _LIST_FIELDS:
-            fields[name] = _texts(event.get(name), name)
-        allowed = event.get("allowed")
+            fields[name] = _texts(get(name), name)
+        allowed = get("allowed")
         if allowed is None:
             allowed = fields["result"] == "ALLOW" or (
                 fields["result"] == "ALLOW_WITH_OBLIGATIONS" and not fields["obligations"]
@@ -189,10 +204,22 @@ class AuditRecord:
             )
         fields["allowed"] = allowed
         fields["prev_hash"] = prev_hash
-        record_hash = _hash(fields)
-        for name in _LIST_FIELDS:
-            fields[name] = tuple(fields[name])
-        return cls(**fields, record_hash=record_hash)
+        return cls(**fields, record_hash=_hash(fields))
+
+
+_UTC_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})(?:\+00:00|Z)")
+
+
+def _timestamp(raw: Any, text: str) -> str:
+    if isinstance(raw, datetime):
+        return _utc(raw)
+    if not text:
+        return _utc(datetime.now(timezone.utc))
+    # The common shapes, datetime.now(timezone.utc).isoformat() and our own, need no parse.
+    match = _UTC_ISO.fullmatch(text)
+    if match is not None:
+        return match.group(1) + "Z"
+    return _utc(_parse(text))
 
 
 def _parse(text: str) -> datetime:
@@ -226,16 +253,18 @@ def _text(value: Any, name: str) -> str:
     )
 
 
-def _texts(value: Any, name: str) -> list[str]:
+def _texts(value: Any, name: str) -> tuple[str, ...]:
     if value is None:
-        return []
+        return ()
+    if type(value) in (list, tuple) and all(type(item) is str for item in value):
+        return tuple(value)
     if isinstance(value, str) or not isinstance(value, Sequence | frozenset | set):
         raise AuditWriteError(
             f"audit event field {name!r} must be a sequence of strings; "
             "the decision was not recorded and its call is denied"
         )
     items = sorted(value) if isinstance(value, frozenset | set) else list(value)
-    return [_text(item, name) for item in items]
+    return tuple(_text(item, name) for item in items)
 
 
 def decision_event(

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from jevqueue.audit._record import GENESIS_HASH, AuditRecord
+from jevqueue.audit._record import GENESIS_HASH, AuditRecord, json_string_list
 from jevqueue.audit._sink import ChainedAuditLog
 from jevqueue.errors import AuditWriteError, ConfigurationError
 
@@ -65,7 +65,7 @@ COLUMNS = (
 )
 _INSERT = f"INSERT INTO audit_log ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _HEAD = "SELECT count, record_hash FROM audit_head WHERE id = 0"
-_MOVE_HEAD = "INSERT OR REPLACE INTO audit_head (id, count, record_hash) VALUES (0, ?, ?)"
+_MOVE_HEAD = "UPDATE audit_head SET count = ?, record_hash = ? WHERE id = 0"
 
 
 def row_to_record(row: tuple[Any, ...]) -> AuditRecord:
@@ -135,6 +135,12 @@ class SQLiteAuditLog(ChainedAuditLog):
                 raise sqlite3.OperationalError("the file system does not support WAL mode")
             connection.execute(f"PRAGMA synchronous={self.synchronous}")
             connection.executescript(SCHEMA)
+            # The head row exists from the start, so each append moves it with a cheap UPDATE.
+            if connection.execute(_HEAD).fetchone() is None:
+                connection.execute(
+                    "INSERT OR IGNORE INTO audit_head (id, count, record_hash) VALUES (0, 0, ?)",
+                    (GENESIS_HASH,),
+                )
         except (sqlite3.Error, OSError) as error:
             raise ConfigurationError(
                 f"cannot open the audit log {str(self.path)!r} ({type(error).__name__}: "
@@ -169,7 +175,9 @@ class SQLiteAuditLog(ChainedAuditLog):
                 ) from error
             try:
                 head = connection.execute(_HEAD).fetchone()
-                count, prev_hash = (0, GENESIS_HASH) if head is None else head
+                if head is None:
+                    raise sqlite3.DatabaseError("the audit_head row is missing")
+                count, prev_hash = head
                 record = AuditRecord.chained(event, prev_hash)
                 connection.execute(
                     _INSERT,
@@ -180,9 +188,9 @@ class SQLiteAuditLog(ChainedAuditLog):
                         record.action_digest,
                         record.tool,
                         record.result,
-                        json.dumps(record.reasons, ensure_ascii=False),
-                        json.dumps(record.obligations, ensure_ascii=False),
-                        json.dumps(record.rule_ids, ensure_ascii=False),
+                        json_string_list(record.reasons),
+                        json_string_list(record.obligations),
+                        json_string_list(record.rule_ids),
                         record.policy_revision,
                         record.task_id,
                         record.actor_id,

@@ -146,7 +146,8 @@ def _render(report: Any, scripted: bool) -> None:
     ):
         _line("failed", decision.error)
     if report.error is not None:
-        _line("raised", _short(report.error, 200))
+        blocked = report.error.startswith("ProviderDisobeyedError")
+        _line("blocked" if blocked else "raised", _short(report.error, 200))
     for run in report.tool_runs:
         _line("ran", f"{run.name}({_arguments(run.arguments)}) -> {_short(run.result, 90)!r}")
     if report.reply is not None:

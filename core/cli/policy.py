@@ -108,6 +108,8 @@ def explain(
         click.echo(f"revision:  {verdict.policy_revision}")
     if action.targets:
         click.echo(f"targets:   {', '.join(action.targets)}")
+    if action.cwd is not None:
+        click.echo(f"cwd:       {action.cwd}")
     click.echo(f"effects:   {', '.join(sorted(action.side_effects)) or '-'}")
     if verdict.rule_ids:
         click.echo(f"rules:     {', '.join(verdict.rule_ids)}")

@@ -37,8 +37,7 @@ def _tool(name: str, description: str, **parameters: tuple[str, str]) -> dict[st
 TOOLS: list[dict[str, Any]] = [
     _tool(
         "read_file",
-        "Read a file from the repository, such as the README or a source file, and return "
-        "its text.",
+        "Read a repository file, such as the README, and return its text.",
         path=("string", "File path relative to the repository root, e.g. README.md."),
     ),
     _tool(
@@ -53,7 +52,7 @@ TOOLS: list[dict[str, Any]] = [
     ),
     _tool(
         "ci_build_status",
-        "Report the CI build status of a branch such as main: passing, failing or running.",
+        "Report the CI build status of a branch.",
         branch=("string", "Branch name, e.g. main."),
     ),
     _tool(
@@ -97,11 +96,11 @@ _RESULTS: dict[str, str] = {
     ),
     "search_issues": "#41 open: flaky test in test_audit.py\n#38 closed: README typo",
     "run_tests": "212 passed, 0 failed in 41.2s",
-    "ci_build_status": "main: passing (build 1187, 6 minutes ago)",
+    "ci_build_status": "{branch}: passing (build 1187, 6 minutes ago)",
     "send_email": "sent",
     "send_chat_message": "posted",
     "drop_database_table": "dropped",
-    "deploy_release": "v2.4.0 is live on staging (3 of 3 instances healthy)",
+    "deploy_release": "{tag} is live on {environment} (3 of 3 instances healthy)",
 }
 
 
@@ -118,4 +117,14 @@ def run_tool(name: str, arguments: Mapping[str, Any]) -> str:
     result = _RESULTS.get(name)
     if result is None:
         return f"error: no tool named {name!r} (arguments {json.dumps(dict(arguments))})"
-    return result
+    return result.format_map(_Arguments(arguments))
+
+
+class _Arguments(dict[str, Any]):
+    """Arguments for a result template; a missing one reads as ``?``."""
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        super().__init__({key: str(value) for key, value in arguments.items()})
+
+    def __missing__(self, key: str) -> str:
+        return "?"

@@ -54,7 +54,21 @@ _EXPORTS: dict[str, str] = {
     "RecordingAuditSink": "jevqueue.testing.recording_audit",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ANY",
+    "AsyncScriptedHost",
+    "HostCall",
+    "ModelCall",
+    "NetworkGuard",
+    "RecordingAuditSink",
+    "ScriptedHost",
+    "ScriptedModel",
+    "ScriptedModelError",
+    "Step",
+    "called_tool_names",
+    "text_response",
+    "tool_call_response",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -163,7 +163,9 @@ class NetworkGuard:
     def _refuse(self, what: str, address: str, hint: str) -> NetworkAccessError:
         with self._lock:
             self.blocked.append(what)
-        return NetworkAccessError(f"{what} is blocked: tests never reach the network. {hint}", address=address)
+        return NetworkAccessError(
+            f"{what} is blocked: tests never reach the network. {hint}", address=address
+        )
 
     def check_connect(self, family: int, address: Any) -> None:
         """Raise unless a socket of ``family`` may connect to ``address``.

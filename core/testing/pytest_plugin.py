@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from jevqueue.testing.network import NetworkGuard
 
 __all__ = ["allow_loopback", "jevqueue_network_guard", "no_network", "pytest_configure"]

@@ -100,7 +100,7 @@ class ScriptedHost:
         responses: The provider: a :class:`~jevqueue.testing.ScriptedModel`, or a list of
             responses (each accepts any call) that ``generate`` returns in order.
         interrupted: What ``interrupted()`` reports until :meth:`interrupt` is called.
-        model: The model id an OpenAI-compatible request would name.
+        model_id: The model id an OpenAI-compatible request would name.
 
     Attributes:
         toolset: The tools list (replace or edit it between turns).
@@ -118,7 +118,7 @@ class ScriptedHost:
         responses: ScriptedModel | Sequence[Any] = (),
         *,
         interrupted: bool = False,
-        model: str = "scripted-model",
+        model_id: str = "scripted-model",
     ) -> None:
         self.toolset: list[dict[str, Any]] = tools if tools is not None else []
         self.conversation: list[dict[str, Any]] = messages if messages is not None else []
@@ -127,7 +127,7 @@ class ScriptedHost:
             if isinstance(responses, ScriptedModel)
             else ScriptedModel([Step(response) for response in responses])
         )
-        self.model_id = model
+        self.model_id = model_id
         self.calls: list[HostCall] = []
         self.provider_calls = 0
         self.interrupted_checks = 0
@@ -231,10 +231,10 @@ class AsyncScriptedHost:
         responses: ScriptedModel | Sequence[Any] = (),
         *,
         interrupted: bool = False,
-        model: str = "scripted-model",
+        model_id: str = "scripted-model",
     ) -> None:
         self.host = ScriptedHost(
-            tools, messages, responses, interrupted=interrupted, model=model
+            tools, messages, responses, interrupted=interrupted, model_id=model_id
         )
 
     async def tools(self) -> list[dict[str, Any]]:

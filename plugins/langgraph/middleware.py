@@ -44,8 +44,7 @@ try:
     from langchain.agents.middleware import AgentMiddleware, ModelResponse
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "jevqueue.plugins.langgraph needs LangChain's agents: "
-        'pip install "jevqueue[langgraph]"'
+        'jevqueue.plugins.langgraph needs LangChain\'s agents: pip install "jevqueue[langgraph]"'
     ) from exc
 
 __all__ = ["GovernorMiddleware", "PolicyMiddleware"]

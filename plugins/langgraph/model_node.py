@@ -152,9 +152,7 @@ class GovernedModelNode(RunnableLambda):  # type: ignore[type-arg]
                 "LangChain chat model that supports tool calling"
             )
         if on_disobey not in ("raise", "message"):
-            raise ConfigurationError(
-                f"on_disobey must be 'raise' or 'message', not {on_disobey!r}"
-            )
+            raise ConfigurationError(f"on_disobey must be 'raise' or 'message', not {on_disobey!r}")
         if not isinstance(governor, Governor):
             raise ConfigurationError(
                 f"governor must be a jevqueue.Governor, not {type(governor).__name__}"

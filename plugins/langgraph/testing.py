@@ -37,8 +37,8 @@ class ScriptedCall:
 
     Attributes:
         messages: The messages sent, as LangChain messages.
-        tool_choice: The bound ``tool_choice`` (absent: ``None`` and ``tool_choice_set``
-            is False).
+        tool_choice: The bound ``tool_choice`` (absent or ``None``: ``None``, and
+            ``tool_choice_set`` is False).
         tool_choice_set: True when the request carried a ``tool_choice`` at all.
         parallel_tool_calls: The bound ``parallel_tool_calls``, ``None`` when unset.
         tools: The names of the tools bound to the request.
@@ -109,8 +109,11 @@ class ScriptedChatModel(BaseChatModel):
     ) -> Any:
         """Bind tools the way provider integrations do: as request keywords."""
         formatted = [convert_to_openai_tool(tool) for tool in tools]
-        if tool_choice is not _UNSET:
+        # Like the provider integrations, None means "not set".
+        if tool_choice is not _UNSET and tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
+        if kwargs.get("parallel_tool_calls", 0) is None:
+            del kwargs["parallel_tool_calls"]
         return self.bind(tools=formatted, **kwargs)
 
     def assert_complete(self) -> None:

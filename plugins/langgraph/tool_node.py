@@ -229,8 +229,7 @@ class PolicyToolNode(RunnableLambda):  # type: ignore[type-arg]
             if callable(audit_rejection):
                 audit_rejection(name, context, error)
             judgement.refusal = (
-                f"Rejected before policy evaluation: {error}. The call to {name} was not "
-                "executed."
+                f"Rejected before policy evaluation: {error}. The call to {name} was not executed."
             )
             return judgement
         verdict = self.pep.evaluate(judgement.action)
@@ -286,8 +285,9 @@ class PolicyToolNode(RunnableLambda):  # type: ignore[type-arg]
             )
         return None
 
-    def _refusal_message(self, call: Mapping[str, Any], text: str, judgement: _Judgement | None
-                         ) -> ToolMessage:
+    def _refusal_message(
+        self, call: Mapping[str, Any], text: str, judgement: _Judgement | None
+    ) -> ToolMessage:
         verdict = judgement.verdict if judgement is not None else None
         action = judgement.action if judgement is not None else None
         return ToolMessage(
@@ -313,7 +313,9 @@ class PolicyToolNode(RunnableLambda):  # type: ignore[type-arg]
                 return planned
             try:
                 current = Action.build(
-                    self.registry, call["name"], dict(call.get("args") or {}),
+                    self.registry,
+                    call["name"],
+                    dict(call.get("args") or {}),
                     planned.action.context,
                 )
             except UsageError:
@@ -350,12 +352,16 @@ class PolicyToolNode(RunnableLambda):  # type: ignore[type-arg]
 
     def _pending(self, state: Any) -> tuple[list[dict[str, Any]], Any]:
         """The calls still unanswered, and the input to hand the inner ToolNode."""
-        if isinstance(state, list) and state and isinstance(state[-1], dict) and (
-            state[-1].get("type") == "tool_call"
+        if (
+            isinstance(state, list)
+            and state
+            and isinstance(state[-1], dict)
+            and (state[-1].get("type") == "tool_call")
         ):
             return list(state), state
         messages = (
-            state.get(self.messages_key) if isinstance(state, Mapping)
+            state.get(self.messages_key)
+            if isinstance(state, Mapping)
             else getattr(state, self.messages_key, None)
         )
         if not isinstance(messages, list):
@@ -366,7 +372,7 @@ class PolicyToolNode(RunnableLambda):  # type: ignore[type-arg]
             message = messages[index]
             if isinstance(message, AIMessage):
                 answered = {
-                    m.tool_call_id for m in messages[index + 1:] if isinstance(m, ToolMessage)
+                    m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)
                 }
                 calls = [dict(c) for c in message.tool_calls if c.get("id") not in answered]
                 if len(calls) == len(message.tool_calls):

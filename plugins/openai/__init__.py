@@ -1,18 +1,22 @@
 """Govern any OpenAI-compatible ``/v1/chat/completions`` endpoint (OpenAI, vLLM, llama.cpp,
 Ollama, LM Studio, ...) over ``httpx``.
 
-:class:`OpenAIChatHost` (and :class:`AsyncOpenAIChatHost` for ``Governor.astep``) is a
-``jevqueue`` host: hand it to a :class:`~jevqueue.Governor` and every turn goes out in one
-of three request shapes:
+Two halves, as in every jevqueue plugin:
 
-* a forced route sends ``tool_choice={"type": "function", "function": {"name": X}}`` and
-  ``parallel_tool_calls: false``;
-* a prose turn sends ``tool_choice: "none"``, keeping the tools in the request;
-* a delegated turn sends the request exactly as the caller built it, byte for byte.
+* the model turn: :class:`OpenAIChatHost` (and :class:`AsyncOpenAIChatHost` for
+  ``Governor.astep``) is a ``jevqueue`` host. Hand it to a :class:`~jevqueue.Governor` and
+  every turn goes out in one of three request shapes: a forced route sends
+  ``tool_choice={"type": "function", "function": {"name": X}}`` and
+  ``parallel_tool_calls: false``; a prose turn sends ``tool_choice: "none"``, keeping the
+  tools in the request; a delegated turn sends the request exactly as the caller built it,
+  byte for byte. ``say`` and ``say_tool_call`` build the response locally (model
+  ``jevqueue-local``) and send nothing.
+* the tool call: :class:`PolicyToolRunner` judges every call a response makes with the
+  :class:`~jevqueue.PolicyEnforcementPoint` (audited, fail closed) before it runs; the
+  model reads a denial as a ``tool`` message.
 
-``say`` and ``say_tool_call`` build the response locally (model ``jevqueue-local``) and
-send nothing. For tests, :class:`ScriptedChatTransport` (in-process) and
-:class:`ScriptedChatServer` (a real socket on 127.0.0.1) let a function play the model.
+For tests, :class:`ScriptedChatTransport` (in-process) and :class:`ScriptedChatServer` (a
+real socket on 127.0.0.1) let a function play the model.
 
 What it cannot force: the host only *asks* through ``tool_choice``. It cannot force a
 server that ignores ``tool_choice`` or ``parallel_tool_calls`` — many local servers do, and
@@ -45,9 +49,11 @@ from jevqueue.plugins.openai.completion import (
     called_tool_names,
     text_completion,
     tool_call_completion,
+    tool_calls_completion,
 )
 from jevqueue.plugins.openai.scripted_server import ScriptedChatServer
 from jevqueue.plugins.openai.scripted_transport import ScriptedChatTransport
+from jevqueue.plugins.openai.tool_runner import PolicyToolRunner, ToolCallResult
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -55,9 +61,12 @@ __all__ = [
     "AsyncOpenAIChatHost",
     "InterruptFlag",
     "OpenAIChatHost",
+    "PolicyToolRunner",
     "ScriptedChatServer",
     "ScriptedChatTransport",
+    "ToolCallResult",
     "called_tool_names",
     "text_completion",
     "tool_call_completion",
+    "tool_calls_completion",
 ]

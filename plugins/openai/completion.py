@@ -9,12 +9,18 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jevqueue.host import LOCAL_MODEL_ID
 
-__all__ = ["UNNAMED_CALL", "called_tool_names", "text_completion", "tool_call_completion"]
+__all__ = [
+    "UNNAMED_CALL",
+    "called_tool_names",
+    "text_completion",
+    "tool_call_completion",
+    "tool_calls_completion",
+]
 
 UNNAMED_CALL = "<unnamed>"
 """Reported by :func:`called_tool_names` for a call whose name cannot be read.
@@ -64,6 +70,21 @@ def tool_call_completion(
     Returns:
         The response body as a dict, shaped like the provider's.
     """
+    return tool_calls_completion([(name, arguments)], model=model)
+
+
+def tool_calls_completion(
+    calls: Iterable[tuple[str, Mapping[str, Any]]], *, model: str = LOCAL_MODEL_ID
+) -> dict[str, Any]:
+    """A ``chat.completion`` whose single choice makes the given ``(name, arguments)`` calls.
+
+    Args:
+        calls: The calls, in order (two or more is a parallel call).
+        model: The model id stamped on the response.
+
+    Returns:
+        The response body as a dict, shaped like the provider's.
+    """
     message = {
         "role": "assistant",
         "content": None,
@@ -74,6 +95,7 @@ def tool_call_completion(
                 "type": "function",
                 "function": {"name": name, "arguments": json.dumps(dict(arguments))},
             }
+            for name, arguments in calls
         ],
     }
     return _completion(message, "tool_calls", model)

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from jevqueue import (
     PolicyEnforcementPoint,
     UnfulfilledObligationError,

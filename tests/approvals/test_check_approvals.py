@@ -363,3 +363,30 @@ def test_a_verdict_for_another_action_is_never_fulfilled(
 def test_a_naive_now_is_a_configuration_error(check: Callable[..., Verdict], now: datetime) -> None:
     with pytest.raises(ConfigurationError, match="timezone-aware"):
         check(now=now.replace(tzinfo=None))
+
+
+def test_a_bare_string_is_judged_whole_not_per_character(
+    verdict: Verdict,
+    action: Action,
+    verifier: SignedApprovalVerifier,
+    consumed: MemoryConsumedApprovals,
+) -> None:
+    result = check_approvals(
+        verdict, action, "explicit_approval", verifier=verifier, consumed=consumed
+    )
+    assert not result.allowed
+    assert sum("not an ApprovalRecord" in reason for reason in result.reasons) == 1
+
+
+def test_a_subclass_cannot_stand_in_for_a_record(
+    check: Callable[..., Verdict], authority: ApprovalAuthority, action: Action, now: datetime
+) -> None:
+    genuine = authority.issue(action.digest, now=now)
+
+    class Lenient(ApprovalRecord):
+        pass
+
+    impostor = Lenient(**genuine.to_dict())
+    result = check(impostor)
+    assert not result.allowed
+    assert any("not an ApprovalRecord" in reason for reason in result.reasons)

@@ -118,6 +118,21 @@ def test_the_same_session_runs_against_a_real_endpoint(monkeypatch: pytest.Monke
 
 
 @pytest.mark.network_allowed
+def test_a_real_endpoint_that_ignores_tool_choice_is_shown_blocked() -> None:
+    def stubborn(body: dict[str, Any]) -> dict[str, Any]:
+        # A local server that never reads tool_choice and always calls the last tool.
+        last = body["tools"][-1]["function"]["name"]
+        return tool_call_completion(last, {"tag": "v0", "environment": "production"})
+
+    with ScriptedChatServer(stubborn) as server:
+        result = CliRunner().invoke(main, ["demo", "--base-url", server.base_url, "--model", "m"])
+
+    assert result.exit_code == 0, result.output
+    assert "ProviderDisobeyedError" in result.output
+    assert "deploy_release(" not in result.output.split("Turn 2")[0], "a blocked call ran"
+
+
+@pytest.mark.network_allowed
 def test_an_unreachable_endpoint_fails_with_a_clear_message() -> None:
     with ScriptedChatServer(_obedient) as server:
         base_url = server.base_url

@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-
 from jevqueue.thresholds import Thresholds
 
 # Round numbers, so every test can see which side of a threshold a score falls.

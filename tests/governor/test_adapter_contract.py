@@ -7,10 +7,9 @@ import socket
 from typing import Any
 
 import pytest
-
 from jevqueue import LOCAL_MODEL_ID, Governor, Host, Path
 from jevqueue.errors import NetworkAccessError, ProviderDisobeyedError
-from jevqueue.testing import ScriptedHost, ScriptedModel, Step, text_response, tool_call_response
+from jevqueue.testing import ScriptedHost, ScriptedModel, text_response, tool_call_response
 from jevqueue.testing.network import NetworkGuard
 
 from .conftest import CONFIDENT, LOW, MIDDLE, THRESHOLDS, TIED, FixedBallot, user_turn

@@ -7,7 +7,6 @@ import copy
 from typing import Any
 
 import pytest
-
 from jevqueue import LOCAL_MODEL_ID, Governor, Path
 from jevqueue.errors import ProviderDisobeyedError, TurnInterruptedError
 from jevqueue.testing import (

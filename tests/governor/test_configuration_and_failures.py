@@ -1,4 +1,4 @@
-"""Settings are checked when the governor is built; a misbehaving ballot or rule fails the decision."""
+"""Settings are checked when the governor is built; a misbehaving ballot or rule fails a turn."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import math
 from typing import Any
 
 import pytest
-
 from jevqueue import Governor, Path, Thresholds
 from jevqueue.errors import ConfigurationError, DecisionError, InvalidToolSchemaError, UsageError
 from jevqueue.testing import ScriptedHost, ScriptedModel, Step, text_response

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from jevqueue import Governor, Path
 from jevqueue.errors import JevError, JevRuntimeError, ProviderDisobeyedError
 from jevqueue.testing import ScriptedHost, text_response, tool_call_response

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-
 from jevqueue.errors import NetworkAccessError, UsageError
 from jevqueue.testing.network import NetworkGuard, is_loopback_host
 
@@ -47,23 +46,25 @@ def test_the_suite_runs_under_the_guard(no_network: NetworkGuard) -> None:
 
 
 def test_a_connection_to_another_machine_is_an_error(no_network: NetworkGuard) -> None:
-    with pytest.raises(NetworkAccessError, match="192.0.2.1:80 is blocked") as caught:
+    with pytest.raises(NetworkAccessError, match=r"192\.0\.2\.1:80 is blocked") as caught:
         socket.create_connection(UNROUTABLE, timeout=1)
     assert isinstance(caught.value, UsageError)
     assert caught.value.address == "192.0.2.1:80"
-    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock, pytest.raises(
-        NetworkAccessError
+    with (
+        socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock,
+        pytest.raises(NetworkAccessError),
     ):
         sock.connect_ex(("2001:db8::1", 443, 0, 0))
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock, pytest.raises(
-        NetworkAccessError
+    with (
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock,
+        pytest.raises(NetworkAccessError),
     ):
         sock.sendto(b"x", ("192.0.2.1", 53))
     assert len(no_network.take_blocked()) == 3
 
 
 def test_a_dns_lookup_of_a_remote_name_is_an_error(no_network: NetworkGuard) -> None:
-    with pytest.raises(NetworkAccessError, match="name lookup of 'example.com'"):
+    with pytest.raises(NetworkAccessError, match=r"name lookup of 'example\.com'"):
         socket.getaddrinfo("example.com", 443)
     with pytest.raises(NetworkAccessError):
         socket.gethostbyname("example.org")

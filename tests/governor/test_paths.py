@@ -6,7 +6,6 @@ import copy
 from typing import Any
 
 import pytest
-
 from jevqueue import LOCAL_MODEL_ID, Governor, Path
 from jevqueue.errors import DecisionError, TurnInterruptedError
 from jevqueue.governor import PROSE_DIRECTIVE

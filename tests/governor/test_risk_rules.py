@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from jevqueue import Governor, Path
 from jevqueue.errors import ConfigurationError
 from jevqueue.risk_rules import default_risk_rules, destructive_intent, injected_instructions

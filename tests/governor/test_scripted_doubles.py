@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-
 from jevqueue import LOCAL_MODEL_ID
 from jevqueue.testing import (
     ANY,
@@ -34,7 +33,9 @@ def test_an_unexpected_call_raises_at_once() -> None:
 
 def test_a_call_that_does_not_match_the_step_raises() -> None:
     model = ScriptedModel([Step(text_response("x"), force_tool="read_file", label="forced read")])
-    with pytest.raises(ScriptedModelError, match="forced read: force_tool=None, expected 'read_file'"):
+    with pytest.raises(
+        ScriptedModelError, match="forced read: force_tool=None, expected 'read_file'"
+    ):
         model(call())
     model2 = ScriptedModel([Step(text_response("x"), directive="")])
     with pytest.raises(ScriptedModelError, match="directive="):

@@ -7,7 +7,6 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-
 from jevqueue import Governor, Path
 from jevqueue.errors import ConfigurationError
 from jevqueue.testing import ScriptedHost, ScriptedModel, Step, tool_call_response
@@ -48,7 +47,10 @@ def test_an_invalid_payload_is_never_sent_and_the_tool_is_forced(
     assert host.calls[0].force_tool == "list_tasks"
     assert gov.last is not None and gov.last.path is Path.TOOL
     assert gov.last.arguments is None
-    assert gov.last.reason is not None and "static payload for list_tasks was not sent" in gov.last.reason
+    assert (
+        gov.last.reason is not None
+        and "static payload for list_tasks was not sent" in gov.last.reason
+    )
     host.model.assert_complete()
 
 
@@ -92,7 +94,11 @@ def test_a_callable_payload_that_raises_fails_the_decision(tools: list[dict[str,
     def payload(messages: Any) -> Any:
         raise ValueError("no database")
 
-    host = ScriptedHost(tools, user_turn(), ScriptedModel([Step(tool_call_response("x"), force_tool=None, directive="")]))
+    host = ScriptedHost(
+        tools,
+        user_turn(),
+        ScriptedModel([Step(tool_call_response("x"), force_tool=None, directive="")]),
+    )
     gov = Governor(FixedBallot(TASKS), thresholds=THRESHOLDS, static_tools={"list_tasks": payload})
     gov.step(host)
     assert gov.last is not None and gov.last.path is Path.ERROR_DELEGATE
@@ -100,11 +106,15 @@ def test_a_callable_payload_that_raises_fails_the_decision(tools: list[dict[str,
 
 
 def test_a_broken_tool_schema_means_the_payload_is_not_sent() -> None:
-    tools = [{"name": "list_tasks", "parameters": {"type": "object", "properties": {"a": {"type": 5}}}}]
+    tools = [
+        {"name": "list_tasks", "parameters": {"type": "object", "properties": {"a": {"type": 5}}}}
+    ]
     reply = tool_call_response("list_tasks")
     host = ScriptedHost(tools, user_turn(), [reply])
     gov = Governor(
-        FixedBallot({"list_tasks": 0.9}), thresholds=THRESHOLDS, static_tools={"list_tasks": {"a": 1}}
+        FixedBallot({"list_tasks": 0.9}),
+        thresholds=THRESHOLDS,
+        static_tools={"list_tasks": {"a": 1}},
     )
     gov.step(host)
     assert gov.last is not None and gov.last.path is Path.TOOL

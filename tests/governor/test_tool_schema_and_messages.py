@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from jevqueue.errors import InvalidToolSchemaError
 from jevqueue.messages import (
     follows_tool_result,

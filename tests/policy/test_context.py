@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from jevqueue.context import ExecutionContext
 from jevqueue.errors import InvalidContextError, UsageError
 

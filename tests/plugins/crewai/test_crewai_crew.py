@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 from crew_kit import FixedBallot, Kit, make_crew
-
 from jevqueue import Governor, Path, ProviderDisobeyedError, Thresholds
 from jevqueue.host import LOCAL_MODEL_ID
 from jevqueue.plugins.crewai import (
@@ -268,3 +267,38 @@ def test_async_turn_is_governed_the_same_way(kit: Kit) -> None:
     with pytest.raises(CrewProviderDisobeyedError):
         asyncio.run(llm.acall([{"role": "user", "content": "weather?"}], tools=schemas))
     assert inner.requests[0].tool_names == ("lookup_weather",)
+
+
+def test_kickoff_async_is_governed_and_guarded(kit: Kit) -> None:
+    import asyncio
+
+    guard = kit.guard()
+    inner = ScriptedLLM([
+        tool_call("lookup_weather", {"city": "Lisbon"}),
+        tool_call("write_note", {"path": "../escape.txt", "text": "x"}),
+        "Sunny; the note was refused.",
+    ])
+    llm = GovernedLLM(inner, governor(WEATHER_FIRST), guard=guard)
+    crew = make_crew(llm, guard.wrap(kit.tools.values()), "What is the weather in Lisbon?")
+
+    result = asyncio.run(crew.kickoff_async())
+
+    inner.assert_complete()
+    assert result.raw == "Sunny; the note was refused."
+    assert inner.requests[0].tool_names == ("lookup_weather",)
+    assert kit.ran.names() == ["lookup_weather"]
+    assert kit.results() == [("lookup_weather", "ALLOW"), ("write_note", "DENY")]
+
+
+def test_an_interruption_after_the_decision_sends_nothing(kit: Kit) -> None:
+    from jevqueue.errors import TurnInterruptedError
+
+    guard = kit.guard()
+    inner = ScriptedLLM([])
+    llm = GovernedLLM(inner, governor(WEATHER_FIRST), guard=guard, interrupted=lambda: True)
+    crew = make_crew(llm, guard.wrap(kit.tools.values()), "What is the weather in Lisbon?")
+
+    with pytest.raises(TurnInterruptedError):
+        crew.kickoff()
+    assert inner.requests == [] and kit.ran.calls == []
+    assert llm.last_decision is not None and llm.last_decision.path is Path.INTERRUPTED

@@ -13,19 +13,18 @@ pytest.importorskip(
     "langgraph", reason='the LangGraph extra is not installed: pip install "jevqueue[langgraph]"'
 )
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
-from langchain_core.tools import StructuredTool  # noqa: E402
-
-from jevqueue import Governor, PolicyEnforcementPoint  # noqa: E402
-from jevqueue.approvals import (  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from jevqueue import Governor, PolicyEnforcementPoint
+from jevqueue.approvals import (
     ApprovalAuthority,
     MemoryConsumedApprovals,
     SignedApprovalVerifier,
 )
-from jevqueue.pdp import create_default_policy_decision_point  # noqa: E402
-from jevqueue.plugins.langgraph import tool_spec  # noqa: E402
-from jevqueue.testing.recording_audit import RecordingAuditSink  # noqa: E402
-from jevqueue.thresholds import Thresholds  # noqa: E402
+from jevqueue.pdp import create_default_policy_decision_point
+from jevqueue.plugins.langgraph import tool_spec
+from jevqueue.testing.recording_audit import RecordingAuditSink
+from jevqueue.thresholds import Thresholds
+from langchain_core.tools import StructuredTool
 
 GIT_SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -44,7 +43,9 @@ class FixedBallot:
 
 def fixed_governor(**scores: float) -> Governor:
     """A governor that forces a tool at >= 0.6 with a 0.2 lead, answers in prose below 0.2."""
-    return Governor(FixedBallot(scores), thresholds=Thresholds(confident=0.6, margin=0.2, floor=0.2))
+    return Governor(
+        FixedBallot(scores), thresholds=Thresholds(confident=0.6, margin=0.2, floor=0.2)
+    )
 
 
 @dataclass

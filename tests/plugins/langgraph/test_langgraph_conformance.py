@@ -86,8 +86,12 @@ def ai_message(reply: ProviderReply) -> AIMessage:
     return AIMessage(
         content=reply.text,
         tool_calls=[
-            {"name": name, "args": dict(args), "id": f"call_{uuid.uuid4().hex[:8]}",
-             "type": "tool_call"}
+            {
+                "name": name,
+                "args": dict(args),
+                "id": f"call_{uuid.uuid4().hex[:8]}",
+                "type": "tool_call",
+            }
             for name, args in reply.tool_calls
         ],
     )
@@ -114,9 +118,7 @@ class TestLangGraphConformance(PluginConformance):
             "agent",
             governed_model_node(scripted_model(turn.provider), tools, governor=turn.governor),
         )
-        graph.add_node(
-            "tools", policy_tool_node(tools, pep=turn.pep, registry=turn.registry)
-        )
+        graph.add_node("tools", policy_tool_node(tools, pep=turn.pep, registry=turn.registry))
         graph.add_edge(START, "agent")
         graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
         graph.add_edge("tools", END)
@@ -151,8 +153,9 @@ class TestLangGraphConformance(PluginConformance):
         call_id = f"call_{uuid.uuid4().hex[:8]}"
         proposal = AIMessage(
             content="",
-            tool_calls=[{"name": call.tool.name, "args": call.arguments, "id": call_id,
-                         "type": "tool_call"}],
+            tool_calls=[
+                {"name": call.tool.name, "args": call.arguments, "id": call_id, "type": "tool_call"}
+            ],
         )
         result = app.invoke({"messages": [HumanMessage("go"), proposal]}, config)
         requested = None

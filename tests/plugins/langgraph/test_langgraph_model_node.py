@@ -8,10 +8,6 @@ from typing import Any
 
 import pytest
 from conftest import Policy, Toolbox, fixed_governor
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-
 from jevqueue import Governor, Path
 from jevqueue.errors import ProviderDisobeyedError, TurnInterruptedError
 from jevqueue.host import LOCAL_MODEL_ID
@@ -22,6 +18,9 @@ from jevqueue.plugins.langgraph import (
     governed_model_node,
 )
 from jevqueue.plugins.langgraph.testing import ScriptedChatModel, scripted_tool_call
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 FORCE_READ = {"read_file": 0.95, "write_file": 0.1, "run_command": 0.1}
 UNSURE = {"read_file": 0.4, "write_file": 0.1, "run_command": 0.1}
@@ -66,7 +65,9 @@ def test_a_forced_turn_binds_the_tool_for_that_turn_only(toolbox: Toolbox, polic
 
 
 def test_a_model_that_ignores_the_forced_tool_is_blocked(toolbox: Toolbox, policy: Policy) -> None:
-    model = ScriptedChatModel(steps=[scripted_tool_call("write_file", {"path": "a", "content": ""})])
+    model = ScriptedChatModel(
+        steps=[scripted_tool_call("write_file", {"path": "a", "content": ""})]
+    )
     governor = fixed_governor(**FORCE_READ)
     app = agent(model, toolbox, policy, governor)
     with pytest.raises(ProviderDisobeyedError) as caught:
@@ -102,8 +103,13 @@ def test_a_forced_call_with_unparseable_arguments_is_blocked(
     broken = AIMessage(
         content="",
         invalid_tool_calls=[
-            {"name": "read_file", "args": "{not json", "id": "c1", "error": "bad json",
-             "type": "invalid_tool_call"}
+            {
+                "name": "read_file",
+                "args": "{not json",
+                "id": "c1",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            }
         ],
     )
     app = agent(ScriptedChatModel(steps=[broken]), toolbox, policy, fixed_governor(**FORCE_READ))

@@ -9,11 +9,6 @@ from typing import Any
 
 import pytest
 from conftest import Policy, Toolbox
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.types import Command
-
 from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.langgraph import (
     APPROVAL_REQUEST_KIND,
@@ -21,6 +16,10 @@ from jevqueue.plugins.langgraph import (
     policy_tool_node,
     tool_spec,
 )
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import Command
 
 
 def tool_graph(toolbox: Toolbox, policy: Policy, *, context: Any = "default") -> Any:
@@ -43,8 +42,12 @@ def proposal(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
     return AIMessage(
         content="",
         tool_calls=[
-            {"name": name, "args": args, "id": f"call_{i}_{uuid.uuid4().hex[:6]}",
-             "type": "tool_call"}
+            {
+                "name": name,
+                "args": args,
+                "id": f"call_{i}_{uuid.uuid4().hex[:6]}",
+                "type": "tool_call",
+            }
             for i, (name, args) in enumerate(calls)
         ],
     )
@@ -76,9 +79,7 @@ def test_an_allowed_call_runs_once_and_is_audited(toolbox: Toolbox, policy: Poli
     assert policy.audit.results == ["ALLOW"]
 
 
-def test_a_denied_call_never_runs_and_the_model_reads_why(
-    toolbox: Toolbox, policy: Policy
-) -> None:
+def test_a_denied_call_never_runs_and_the_model_reads_why(toolbox: Toolbox, policy: Policy) -> None:
     app = tool_graph(toolbox, policy)
     ask = proposal(("write_file", {"path": "/etc/passwd", "content": "x"}))
     result = app.invoke({"messages": [HumanMessage("write it"), ask]}, thread())
@@ -200,7 +201,9 @@ def test_an_edited_call_is_not_covered_by_the_original_approval(
     # Resume with the approval while rewriting the proposal into another command
     # (same message id, same call id): the digest no longer matches.
     edited = ask.model_copy(
-        update={"tool_calls": [{**ask.tool_calls[0], "args": {"command": "curl x | sh", "cwd": "."}}]}
+        update={
+            "tool_calls": [{**ask.tool_calls[0], "args": {"command": "curl x | sh", "cwd": "."}}]
+        }
     )
     done = app.invoke(Command(resume=record, update={"messages": [edited]}), config)
     (answer,) = answers(done).values()
@@ -235,8 +238,9 @@ def test_declining_and_replaying_an_approval(toolbox: Toolbox, policy: Policy) -
 
     # Approve once in one thread; the same record replayed in another thread is refused.
     first = thread()
-    paused = app.invoke({"messages": [HumanMessage("go"), proposal(("run_command", COMMAND))]},
-                        first)
+    paused = app.invoke(
+        {"messages": [HumanMessage("go"), proposal(("run_command", COMMAND))]}, first
+    )
     digest = paused["__interrupt__"][0].value["actions"][0]["action_digest"]
     record = policy.authority.issue(digest)
     app.invoke(Command(resume=record), first)
@@ -277,7 +281,9 @@ def test_async_approval_flow(toolbox: Toolbox, policy: Policy) -> None:
 
     done = asyncio.run(scenario())
     assert [r.status for r in answers(done).values()] == ["success", "success"]
-    assert toolbox.ran("read_file") == [{"path": "a.txt"}] and toolbox.ran("run_command") == [COMMAND]
+    assert toolbox.ran("read_file") == [{"path": "a.txt"}] and toolbox.ran("run_command") == [
+        COMMAND
+    ]
 
 
 def test_tool_spec_takes_name_and_schema_from_the_tool(toolbox: Toolbox) -> None:

@@ -306,11 +306,14 @@ def test_public_surface_is_pinned() -> None:
         "AsyncOpenAIChatHost",
         "InterruptFlag",
         "OpenAIChatHost",
+        "PolicyToolRunner",
         "ScriptedChatServer",
         "ScriptedChatTransport",
         "called_tool_names",
+        "ToolCallResult",
         "text_completion",
         "tool_call_completion",
+        "tool_calls_completion",
     }
     for name in plugin.__all__:
         assert getattr(plugin, name) is not None

@@ -1,0 +1,258 @@
+"""Runs the tool calls of a chat completion, each judged by the policy before it runs.
+
+The governor decides which tool the model must call; :class:`PolicyToolRunner` decides
+whether the concrete call — name, canonical arguments, execution context — may run. For
+each call in ``choices[0].message.tool_calls`` it builds the canonical
+:class:`~jevqueue.action.Action`, asks the :class:`~jevqueue.pep.PolicyEnforcementPoint`
+(which audits every decision) and only then runs the function. A denied call, a call
+awaiting approval, a repair proposal, a call the registry refuses and a call whose
+arguments are not JSON all become a ``tool`` message the model reads, never a crash and
+never an execution.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jevqueue.action import Action
+from jevqueue.context import ExecutionContext
+from jevqueue.errors import (
+    ConfigurationError,
+    PolicyDeniedError,
+    UnfulfilledObligationError,
+    UsageError,
+)
+from jevqueue.pep import PolicyEnforcementPoint
+from jevqueue.registry import ToolRegistry
+from jevqueue.verdict import Verdict, VerdictKind
+
+__all__ = ["PolicyToolRunner", "ToolCallResult"]
+
+ToolFunction = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class ToolCallResult:
+    """What one tool call came to.
+
+    Attributes:
+        call_id: The ``tool_calls[i].id`` the result answers ("" when there was none).
+        name: The tool called.
+        arguments: The arguments, parsed (``{}`` when they were not a JSON object).
+        content: What the model reads: the tool's output, or why it did not run.
+        is_error: True when the call did not run, or ran and failed.
+        executed: True when the tool's function was called.
+        verdict: The policy's verdict, when the call was evaluated.
+        approval_requested: The action digest an approver must sign before the call may
+            run, when the policy asks for an explicit approval.
+    """
+
+    call_id: str
+    name: str
+    arguments: Mapping[str, Any]
+    content: str
+    is_error: bool
+    executed: bool
+    verdict: Verdict | None = None
+    approval_requested: str | None = None
+
+    def message(self) -> dict[str, Any]:
+        """The ``tool`` message to append to the conversation."""
+        return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
+
+
+class PolicyToolRunner:
+    """Runs the tool calls a response makes, each judged by the policy first.
+
+    Args:
+        functions: Tool name to the Python function that implements it; called with the
+            call's arguments as keyword arguments. Its return value becomes the ``tool``
+            message (a string as is, anything else as JSON).
+        pep: The policy enforcement point; it audits every decision.
+        registry: The tools' declarations (side effects, path fields). Every function
+            must be registered: an undeclared tool could never be judged.
+        context: The execution context of every call (an
+            :class:`~jevqueue.context.ExecutionContext` or a mapping of its fields).
+
+    Raises:
+        ConfigurationError: A function has no registry entry.
+        InvalidContextError: The context is incomplete or ambient.
+
+    Example:
+        >>> runner = PolicyToolRunner({"read_file": read_file}, pep=pep,  # doctest: +SKIP
+        ...                           registry=registry, context=context)
+        >>> messages.extend(r.message() for r in runner.run(response))  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        functions: Mapping[str, ToolFunction],
+        *,
+        pep: PolicyEnforcementPoint,
+        registry: ToolRegistry,
+        context: ExecutionContext | Mapping[str, Any],
+    ) -> None:
+        missing = sorted(name for name in functions if name not in registry)
+        if missing:
+            raise ConfigurationError(
+                f"tools {missing} are not in the registry: register each with its side "
+                "effects and path fields (ToolSpec) so that its calls can be judged"
+            )
+        self._functions = dict(functions)
+        self._pep = pep
+        self._registry = registry
+        self._context = ExecutionContext.coerce(context)
+
+    def run(
+        self, response: Mapping[str, Any], approval_records: Sequence[Any] = ()
+    ) -> list[ToolCallResult]:
+        """Judge and run every tool call of a chat-completion response, in order.
+
+        Args:
+            response: The response body (``choices[0].message.tool_calls``).
+            approval_records: Approvals to present for calls that need one; each is bound
+                to one action digest and used at most once.
+
+        Returns:
+            One result per call; ``[]`` when the response calls nothing.
+        """
+        choices = response.get("choices") or [{}]
+        message = choices[0].get("message") or {}
+        results: list[ToolCallResult] = []
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if not isinstance(function, Mapping):
+                results.append(
+                    ToolCallResult("", "", {}, "error: a tool call without a function", True, False)
+                )
+                continue
+            results.append(
+                self.run_call(
+                    str(function.get("name", "")),
+                    function.get("arguments", "{}"),
+                    call_id=str(call.get("id", "")),
+                    approval_records=approval_records,
+                )
+            )
+        return results
+
+    def run_call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str,
+        *,
+        call_id: str = "",
+        approval_records: Sequence[Any] = (),
+    ) -> ToolCallResult:
+        """Judge one call and run it if, and only if, the policy lets it.
+
+        Args:
+            name: The tool called.
+            arguments: Its arguments, as a mapping or as the JSON string providers send.
+            call_id: The id of the call, echoed in the ``tool`` message.
+            approval_records: Approvals to present if the policy asks for one.
+
+        Returns:
+            The result; it never raises for a policy outcome or a tool failure.
+        """
+        parsed = _parse(arguments)
+        if parsed is None:
+            error = UsageError(f"the arguments of {name!r} are not a JSON object: {arguments!r}")
+            self._pep.audit_rejection(name, self._context, error)
+            return self._refused(call_id, name, {}, f"not run: {error}")
+        try:
+            action = Action.build(self._registry, name, parsed, self._context)
+        except UsageError as exc:
+            self._pep.audit_rejection(name, self._context, exc)
+            return self._refused(
+                call_id, name, parsed, f"not run, refused before evaluation: {exc}"
+            )
+        try:
+            verdict = self._pep.enforce(action, approval_records)
+        except PolicyDeniedError as exc:
+            return self._refused(
+                call_id,
+                name,
+                parsed,
+                f"denied by policy: {'; '.join(exc.verdict.reasons)}",
+                verdict=exc.verdict,
+            )
+        except UnfulfilledObligationError as exc:
+            digest = exc.verdict.action_digest
+            return self._refused(
+                call_id,
+                name,
+                parsed,
+                f"not run: {name} needs an explicit approval of action {digest}; ask an "
+                "approver, then call it again",
+                verdict=exc.verdict,
+                approval_requested=digest,
+            )
+        if verdict.kind is VerdictKind.REPAIR:
+            return self._refused(
+                call_id,
+                name,
+                parsed,
+                "not run: the policy proposes this call instead: "
+                f"{json.dumps(dict(verdict.repaired or {}))}; " + "; ".join(verdict.reasons),
+                verdict=verdict,
+            )
+        function = self._functions.get(name)
+        if function is None:
+            return self._refused(
+                call_id, name, parsed, f"not run: no function implements {name!r}", verdict=verdict
+            )
+        try:
+            output = function(**parsed)
+        except Exception as exc:
+            return ToolCallResult(
+                call_id,
+                name,
+                parsed,
+                f"error: {name} failed: {type(exc).__name__}: {exc}",
+                is_error=True,
+                executed=True,
+                verdict=verdict,
+            )
+        content = output if isinstance(output, str) else json.dumps(output, default=str)
+        return ToolCallResult(
+            call_id, name, parsed, content, is_error=False, executed=True, verdict=verdict
+        )
+
+    @staticmethod
+    def _refused(
+        call_id: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        content: str,
+        *,
+        verdict: Verdict | None = None,
+        approval_requested: str | None = None,
+    ) -> ToolCallResult:
+        return ToolCallResult(
+            call_id,
+            name,
+            arguments,
+            content,
+            is_error=True,
+            executed=False,
+            verdict=verdict,
+            approval_requested=approval_requested,
+        )
+
+
+def _parse(arguments: Mapping[str, Any] | str | None) -> dict[str, Any] | None:
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    if arguments is None or arguments == "":
+        return {}
+    if not isinstance(arguments, str):
+        return None
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None

@@ -1,0 +1,95 @@
+"""The plugin's public surface, its import error, and what a wrapped tool looks like."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import jevqueue.plugins.crewai as plugin
+import pytest
+from crew_kit import Kit
+from crewai.utilities.agent_utils import convert_tools_to_openai_schema
+from jevqueue.errors import ConfigurationError
+from jevqueue.plugins.crewai import GovernedTool, tool_spec
+
+
+def test_public_names_are_pinned() -> None:
+    assert sorted(plugin.__all__) == sorted(
+        [
+            "DENIAL_CODE",
+            "REACT_NOTE",
+            "ApprovalCallback",
+            "ApprovalRequest",
+            "AuthorityApproval",
+            "ConsoleApproval",
+            "CrewProviderDisobeyedError",
+            "CrewTurnHost",
+            "CrewTurnInterruptedError",
+            "ForcingUnavailableError",
+            "GovernedLLM",
+            "GovernedTool",
+            "GovernedToolHooks",
+            "GuardOutcome",
+            "LocalText",
+            "ToolConstraint",
+            "ToolGuard",
+            "TurnScope",
+            "current_tool_constraint",
+            "tool_spec",
+        ]
+    )
+    for name in plugin.__all__:
+        assert getattr(plugin, name) is not None
+
+
+def test_without_crewai_the_import_error_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['crewai'] = None\n"
+        "try:\n"
+        "    import jevqueue.plugins.crewai\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 'pip install "jevqueue[crewai]"' in out.stdout
+
+
+def test_a_wrapped_tool_offers_the_model_exactly_the_same_schema(kit: Kit) -> None:
+    originals = list(kit.tools.values())
+    wrapped = kit.guard().wrap(originals)
+    assert all(isinstance(tool, GovernedTool) for tool in wrapped)
+    before, _, _ = convert_tools_to_openai_schema(originals)
+    after, _, _ = convert_tools_to_openai_schema(wrapped)
+    assert after == before
+
+
+def test_wrapping_twice_or_wrapping_a_non_tool_is_refused(kit: Kit) -> None:
+    guard = kit.guard()
+    (wrapped,) = guard.wrap([kit.tools["lookup_weather"]])
+    with pytest.raises(ConfigurationError, match="already governed"):
+        guard.wrap([wrapped])
+    with pytest.raises(ConfigurationError, match="BaseTool"):
+        guard.wrap([lambda city: city])  # type: ignore[list-item]
+
+
+def test_tool_spec_uses_the_dispatch_name_and_the_tools_schema(kit: Kit) -> None:
+    spec = tool_spec(kit.tools["write_note"], side_effects={"file_write"}, path_fields=("path",))
+    assert spec.name == "write_note"
+    assert spec.required_path_fields == ("path",)
+    assert spec.schema is not None and set(spec.schema["properties"]) == {"path", "text"}
+
+
+def test_an_unregistered_tool_is_refused_and_audited(kit: Kit) -> None:
+    from crewai.tools import tool
+
+    @tool("Send Email")
+    def send_email(to: str) -> str:
+        """Send an email."""
+        kit.ran.calls.append(("send_email", {"to": to}))
+        return "sent"
+
+    (governed,) = kit.guard().wrap([send_email])
+    result = governed.run(to="a@example.org")
+    assert kit.ran.calls == []
+    assert "'send_email' is not registered" in result.message
+    assert kit.results() == [("send_email", "DENY")]

@@ -1,0 +1,76 @@
+"""The middleware form inside langchain's real ``create_agent``; only the model is scripted."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from conftest import Policy, Toolbox, fixed_governor
+from jevqueue.errors import ProviderDisobeyedError
+from jevqueue.plugins.langgraph import GovernorMiddleware, PolicyMiddleware
+from jevqueue.plugins.langgraph.testing import ScriptedChatModel, scripted_tool_call
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+COMMAND = {"command": "make test", "cwd": "."}
+
+
+def governed(model: Any, toolbox: Toolbox, policy: Policy, **scores: float) -> Any:
+    return create_agent(
+        model,
+        toolbox.tools,
+        middleware=[
+            GovernorMiddleware(fixed_governor(**scores)),
+            PolicyMiddleware(pep=policy.pep, specs=toolbox.specs, context=policy.context),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+
+
+def test_forced_turn_then_passthrough(toolbox: Toolbox, policy: Policy) -> None:
+    model = ScriptedChatModel(
+        steps=[scripted_tool_call("read_file", {"path": "notes.txt"}), "Here it is."]
+    )
+    app = governed(model, toolbox, policy, read_file=0.95, write_file=0.1, run_command=0.1)
+    result = app.invoke(
+        {"messages": [HumanMessage("Show notes.txt")]},
+        {"configurable": {"thread_id": uuid.uuid4().hex}},
+    )
+    forced, after = model.calls
+    assert forced.tool_choice == "read_file" and forced.parallel_tool_calls is False
+    assert isinstance(forced.messages[-1], SystemMessage)
+    assert not after.tool_choice_set and after.parallel_tool_calls is None
+    assert toolbox.ran("read_file") == [{"path": "notes.txt"}]
+    assert result["messages"][-1].content == "Here it is."
+
+
+def test_disobeying_model_raises(toolbox: Toolbox, policy: Policy) -> None:
+    model = ScriptedChatModel(steps=[scripted_tool_call("run_command", COMMAND)])
+    app = governed(model, toolbox, policy, read_file=0.95, write_file=0.1, run_command=0.1)
+    with pytest.raises(ProviderDisobeyedError):
+        app.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "t"}})
+    assert toolbox.runs == []
+
+
+def test_denial_and_approval_through_middleware(toolbox: Toolbox, policy: Policy) -> None:
+    model = ScriptedChatModel(
+        steps=[
+            scripted_tool_call("write_file", {"path": "/etc/hosts", "content": "x"}),
+            scripted_tool_call("run_command", COMMAND),
+            "Tests pass.",
+        ]
+    )
+    app = governed(model, toolbox, policy, read_file=0.3, write_file=0.3, run_command=0.3)
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    paused = app.invoke({"messages": [HumanMessage("fix and test")]}, config)
+    denial = next(m for m in paused["messages"] if isinstance(m, ToolMessage))
+    assert denial.status == "error" and denial.content.startswith("Denied by policy")
+    (action,) = paused["__interrupt__"][0].value["actions"]
+    assert toolbox.runs == []
+    done = app.invoke(Command(resume=policy.authority.issue(action["action_digest"])), config)
+    assert toolbox.runs == [("run_command", COMMAND)]
+    assert done["messages"][-1].content == "Tests pass."
+    model.assert_complete()

@@ -1,0 +1,255 @@
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jevqueue.action import Action
+from jevqueue.context import ExecutionContext
+from jevqueue.errors import (
+    ArgumentsTooDeepError,
+    InvalidContextError,
+    InvalidToolArgumentsError,
+    NonFiniteNumberError,
+    UnregisteredToolError,
+    UnsupportedTypeError,
+)
+from jevqueue.registry import ToolRegistry, ToolSpec, antigravity_registry, generic_registry
+
+from .conftest import WORKSPACE, context_mapping
+
+GENERIC = generic_registry()
+ANTIGRAVITY = antigravity_registry()
+
+
+def build(tool: str, arguments: dict[str, Any], **context: Any) -> Action:
+    return Action.build(ANTIGRAVITY, tool, arguments, context_mapping(**context))
+
+
+def test_build_resolves_targets_and_takes_facts_from_the_registry() -> None:
+    action = build("write_to_file", {"TargetFile": "src/feature.py", "CodeContent": "v = 1\n"})
+    assert action.tool == "write_to_file"
+    assert action.targets == (f"{WORKSPACE}/src/feature.py",)
+    assert action.target_fields == ("TargetFile",)
+    assert action.side_effects == frozenset({"file_write"})
+    assert action.context.task_id == "task-42"
+    assert action.digest.startswith("sha256:") and len(action.digest) == 71
+    assert action.relative_targets == (("src", "feature.py"),)
+
+
+def test_digest_is_sha256_of_rfc8785_document() -> None:
+    for tool, arguments in [
+        ("write_to_file", {"TargetFile": "src/é\U0001f600.py", "CodeContent": 'a"b\n'}),
+        ("run_command", {"CommandLine": "ls -la", "Cwd": "."}),
+        ("view_file", {"AbsolutePath": f"{WORKSPACE}/a\\b", "StartLine": 1}),
+        ("multi_replace_file_content", {"TargetFile": "x", "ReplacementChunks": [{"A": 0.5}]}),
+    ]:
+        action = build(tool, arguments)
+        document = action.digest_document()
+        assert set(document) >= {"tool", "arguments", "targets", "side_effects", "context"}
+        expected = "sha256:" + hashlib.sha256(rfc8785.dumps(document)).hexdigest()
+        assert action.digest == expected
+
+
+@pytest.mark.parametrize("field", ["task_id", "actor_id", "workspace", "git_sha", "environment"])
+def test_every_context_field_is_in_the_digest(field: str) -> None:
+    arguments = {"TargetFile": "src/feature.py", "CodeContent": "x"}
+    other = {
+        "task_id": "task-43",
+        "actor_id": "other-agent",
+        "workspace": "/workspace/other",
+        "git_sha": "1123456789abcdef0123456789abcdef01234567",
+        "environment": "ci",
+    }[field]
+    assert (
+        build("write_to_file", arguments).digest
+        != build("write_to_file", arguments, **{field: other}).digest
+    )
+
+
+def test_agent_metadata_cannot_soften_the_side_effects() -> None:
+    action = build(
+        "run_command",
+        {"CommandLine": "rm -rf /", "Cwd": ".", "SafeToAutoRun": True, "side_effects": []},
+    )
+    assert action.side_effects == frozenset({"shell_command"})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("src/a.py", f"{WORKSPACE}/src/a.py"),
+        ("./src//a.py", f"{WORKSPACE}/src/a.py"),
+        (f"{WORKSPACE}/src/a.py", f"{WORKSPACE}/src/a.py"),
+        ("src/../../project/a.py", f"{WORKSPACE}/a.py"),
+        ("../../etc/passwd", "/etc/passwd"),
+        ("/etc/passwd", "/etc/passwd"),
+        (f"//{WORKSPACE}/a", f"{WORKSPACE}/a"),
+        ("..", "/workspace"),
+        ("src\\..\\..\\x", f"{WORKSPACE}/src\\..\\..\\x"),
+        ("%2e%2e/x", f"{WORKSPACE}/%2e%2e/x"),
+    ],
+)
+def test_lexical_resolution_when_workspace_is_absent(value: str, expected: str) -> None:
+    assert not os.path.exists(WORKSPACE)
+    assert build("write_to_file", {"TargetFile": value}).targets == (expected,)
+
+
+def test_tilde_expands_to_home() -> None:
+    action = build("view_file", {"AbsolutePath": "~/.ssh/id_rsa"})
+    assert action.targets == (os.path.realpath(os.path.expanduser("~/.ssh/id_rsa")),) or (
+        action.targets == (os.path.normpath(os.path.expanduser("~/.ssh/id_rsa")),)
+    )
+    assert action.relative_targets == (None,)
+
+
+def test_symlinks_are_resolved_when_workspace_exists(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    outside = tmp_path / "outside"
+    (workspace / "src").mkdir(parents=True)
+    outside.mkdir()
+    (workspace / "escape").symlink_to(outside)
+    (workspace / "inner").symlink_to(workspace / "src")
+    ctx = context_mapping(workspace=str(workspace))
+    escaped = Action.build(GENERIC, "write_to_file", {"TargetFile": "escape/x.py"}, ctx)
+    assert escaped.targets == (str(outside.resolve() / "x.py"),)
+    assert escaped.relative_targets == (None,)
+    inner = Action.build(GENERIC, "write_to_file", {"TargetFile": "inner/x.py"}, ctx)
+    assert inner.relative_targets == (("src", "x.py"),)
+
+
+def test_symlinked_workspace_compares_real_paths(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    action = Action.build(
+        GENERIC,
+        "write_to_file",
+        {"TargetFile": f"{link}/a.py"},
+        context_mapping(workspace=str(link)),
+    )
+    assert action.workspace_root == str(real.resolve())
+    assert action.relative_targets == (("a.py",),)
+
+
+def test_sibling_prefix_is_outside() -> None:
+    action = build("write_to_file", {"TargetFile": "/workspace/project-evil/a.py"})
+    assert action.relative_targets == (None,)
+    action = build("write_to_file", {"TargetFile": WORKSPACE})
+    assert action.relative_targets == (None,)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("write_to_file", {"CodeContent": "x"}, "missing"),
+        ("write_to_file", {"TargetFile": None}, "missing"),
+        ("write_to_file", {"TargetFile": 3}, "must be a string"),
+        ("write_to_file", {"TargetFile": ["a.py"]}, "must be a string"),
+        ("write_to_file", {"TargetFile": ""}, "empty"),
+        ("write_to_file", {"TargetFile": "a\x00.py"}, "NUL"),
+        ("run_command", {"CommandLine": "ls"}, "missing"),
+        ("run_command", {"CommandLine": "ls", "Cwd": {"path": "."}}, "must be a string"),
+        ("view_file", {"TargetFile": "a"}, "AbsolutePath"),
+    ],
+)
+def test_bad_path_fields_are_refused(tool: str, arguments: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidToolArgumentsError, match=message):
+        build(tool, arguments)
+
+
+def test_input_errors_are_typed() -> None:
+    with pytest.raises(UnregisteredToolError):
+        build("delete_everything", {})
+    with pytest.raises(InvalidContextError):
+        build("write_to_file", {"TargetFile": "a"}, git_sha="HEAD")
+    with pytest.raises(UnsupportedTypeError):
+        Action.build(GENERIC, "write_to_file", [("TargetFile", "a")], context_mapping())  # type: ignore[arg-type]
+    with pytest.raises(NonFiniteNumberError):
+        build("write_to_file", {"TargetFile": "a", "CodeContent": float("inf")})
+    deep: Any = "x"
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(ArgumentsTooDeepError):
+        build("write_to_file", {"TargetFile": "a", "CodeContent": deep})
+
+
+def test_schema_is_checked_without_echoing_values() -> None:
+    registry = ToolRegistry().register(
+        ToolSpec(
+            "scale",
+            side_effects=frozenset({"network"}),
+            schema={
+                "type": "object",
+                "properties": {"replicas": {"type": "integer", "maximum": 10}},
+                "required": ["replicas"],
+                "additionalProperties": False,
+            },
+        )
+    )
+    ctx = context_mapping()
+    Action.build(registry, "scale", {"replicas": 3}, ctx)
+    for bad in ({"replicas": "s3cr3t-value"}, {"replicas": 11}, {}, {"replicas": 1, "x": 1}):
+        with pytest.raises(InvalidToolArgumentsError) as caught:
+            Action.build(registry, "scale", bad, ctx)
+        assert "s3cr3t" not in str(caught.value)
+
+
+def test_context_object_is_accepted() -> None:
+    ctx = ExecutionContext.coerce(context_mapping())
+    action = Action.build(GENERIC, "write_to_file", {"TargetFile": "a"}, ctx)
+    assert action.context is ctx
+
+
+keys = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=6)
+scalars = st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | keys
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
+    max_leaves=10,
+)
+extra_arguments = st.dictionaries(keys.filter(lambda k: k != "TargetFile"), values, max_size=5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(extra_arguments, st.randoms(use_true_random=False))
+def test_key_order_does_not_change_the_digest(extra: dict[str, Any], rnd: Any) -> None:
+    arguments = {"TargetFile": "src/a.py", **extra}
+    items = list(arguments.items())
+    rnd.shuffle(items)
+    shuffled = dict(items)
+    assert build("write_to_file", arguments).digest == build("write_to_file", shuffled).digest
+
+
+@settings(max_examples=150, deadline=None)
+@given(extra_arguments, keys, values)
+def test_any_value_change_changes_the_digest(extra: dict[str, Any], key: str, value: Any) -> None:
+    arguments = {"TargetFile": "src/a.py", **extra}
+    changed = dict(arguments)
+    changed[key] = value
+    before = build("write_to_file", arguments).digest
+    after = build("write_to_file", changed).digest
+    if rfc8785.dumps(arguments) == rfc8785.dumps(changed):
+        assert before == after
+    else:
+        assert before != after
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.text(
+        st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_any_target_change_changes_the_digest(path: str) -> None:
+    one = build("write_to_file", {"TargetFile": "src/a.py"})
+    other = build("write_to_file", {"TargetFile": path})
+    assert (one.digest == other.digest) == (one.targets == other.targets and path == "src/a.py")
