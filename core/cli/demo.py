@@ -11,10 +11,13 @@ import json
 import os
 import textwrap
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from jevqueue.path import Path
+
+if TYPE_CHECKING:  # pragma: no cover - imported when the command runs, not for --help
+    from jevqueue.demo import DemoSession, Endpoint, StepReport
 
 __all__ = ["demo"]
 
@@ -54,7 +57,9 @@ def _wire(request: Mapping[str, Any] | None, calls: int, path: Path | None) -> s
             Path.CLARIFY: "the question was built locally (say)",
             Path.RISK_STOP: "the reason was built locally (say)",
         }
-        return f"{calls} calls: " + local.get(path, "nothing was sent") if path else "0 calls"
+        if path is None:
+            return "0 calls"
+        return f"{calls} calls: " + local.get(path, "nothing was sent")
     choice = request.get("tool_choice")
     if isinstance(choice, Mapping):
         name = choice.get("function", {}).get("name")
@@ -67,7 +72,7 @@ def _wire(request: Mapping[str, Any] | None, calls: int, path: Path | None) -> s
     return f"{calls} call{'s' if calls != 1 else ''}: {shape}"
 
 
-def _tool(report: Any) -> str:
+def _tool(report: StepReport) -> str:
     decision = report.decision
     tool = decision.tool if decision is not None else None
     path = report.path
@@ -95,10 +100,7 @@ def _arguments(arguments: Mapping[str, Any]) -> str:
     return ", ".join(f"{key}={json.dumps(value)}" for key, value in arguments.items())
 
 
-def _render(report: Any, scripted: bool) -> None:
-    from jevqueue.demo import StepReport
-
-    assert isinstance(report, StepReport)
+def _render(report: StepReport) -> None:
     if report.user is not None:
         click.echo()
         click.echo(
@@ -199,7 +201,7 @@ def demo(base_url: str | None, model: str | None, api_key_env: str | None) -> No
     raise SystemExit(_play(endpoint))
 
 
-def _play(endpoint: Any) -> int:
+def _play(endpoint: Endpoint | None) -> int:
     from jevqueue.demo import DemoSession
     from jevqueue.demo.scripted_model import ScriptMismatchError
     from jevqueue.errors import ProviderHTTPError
@@ -215,7 +217,7 @@ def _play(endpoint: Any) -> int:
     steps = calls = 0
     try:
         for report in session.play():
-            _render(report, session.scripted)
+            _render(report)
             steps += 1
             calls += report.provider_calls
             if report.path is not None and report.path not in seen:
@@ -237,9 +239,9 @@ def _play(endpoint: Any) -> int:
     return 0
 
 
-def _header(session: Any) -> None:
+def _header(session: DemoSession) -> None:
     click.echo(click.style("jevqueue demo", bold=True) + ": a governed repository assistant")
-    if session.scripted:
+    if session.endpoint is None:
         model = (
             "a scripted model behind the OpenAI-compatible host, over an in-process "
             "httpx.MockTransport: no API key, no server, no network"

@@ -18,6 +18,7 @@ becomes a denial, so nothing of ours can fall into CrewAI's fail-open path for h
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -334,7 +335,9 @@ def _plain(arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ConfigurationError(
             f"tool arguments must be a mapping of names to values, not {type(arguments).__name__}"
         )
-    return dict(arguments)
+    # The policy judges a private copy: nothing it (or a rule) does to the arguments can
+    # change the ones the tool runs with, which stay exactly as judged and digested.
+    return copy.deepcopy(dict(arguments))
 
 
 def _safe_name(tool_name: Any) -> str:

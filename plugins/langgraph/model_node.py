@@ -14,8 +14,8 @@ from jevqueue.plugins.langgraph._framework import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    Runnable,
     RunnableConfig,
-    RunnableLambda,
     SystemMessage,
     convert_to_openai_messages,
     convert_to_openai_tool,
@@ -117,7 +117,7 @@ class _TurnHost:
         return bool(check()) if check is not None else False
 
 
-class GovernedModelNode(RunnableLambda):  # type: ignore[type-arg]
+class GovernedModelNode(Runnable):  # type: ignore[type-arg]
     """A LangGraph node that runs one governed model turn and appends the response.
 
     Use :func:`governed_model_node` to build one. The node reads ``state[messages_key]``,
@@ -169,7 +169,7 @@ class GovernedModelNode(RunnableLambda):  # type: ignore[type-arg]
         self._passthrough: Any = None
         self._forbidding: Any = None
         self._forcing: dict[str, Any] = {}
-        super().__init__(self._run, afunc=self._arun, name=name)
+        self.name = name
 
     # --- the three bindings, built once each -----------------------------------------
 
@@ -231,14 +231,26 @@ class GovernedModelNode(RunnableLambda):  # type: ignore[type-arg]
         )
         return {self.messages_key: [local_message(text)]}
 
-    def _run(self, state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
+    def invoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, list[Any]]:
+        """Run one governed turn over ``input[messages_key]``; the node's entry point."""
+        return self._run(input, config)
+
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, list[Any]]:
+        """The async form of :meth:`invoke`: the model is called with ``ainvoke``."""
+        return await self._arun(input, config)
+
+    def _run(self, state: Any, config: RunnableConfig | None) -> dict[str, list[Any]]:
         host = _TurnHost(self, self._conversation(state), config, asynchronous=False)
         try:
             return self._checked(self.governor.step(host))
         except ProviderDisobeyedError as error:
             return self._refused(error)
 
-    async def _arun(self, state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
+    async def _arun(self, state: Any, config: RunnableConfig | None) -> dict[str, list[Any]]:
         host = _TurnHost(self, self._conversation(state), config, asynchronous=True)
         try:
             return self._checked(await self.governor.astep(host))

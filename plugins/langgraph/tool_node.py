@@ -43,8 +43,8 @@ from jevqueue.errors import (
 )
 from jevqueue.plugins.langgraph._framework import (
     AIMessage,
+    Runnable,
     RunnableConfig,
-    RunnableLambda,
     ToolCallRequest,
     ToolMessage,
     ToolNode,
@@ -135,7 +135,7 @@ def _reasons(verdict: Verdict | None) -> str:
     return "; ".join(verdict.reasons)
 
 
-class PolicyToolNode(RunnableLambda):  # type: ignore[type-arg]
+class PolicyToolNode(Runnable):  # type: ignore[type-arg]
     """A tool node whose every call the PEP judges first; approvals through ``interrupt()``.
 
     Build it with :func:`policy_tool_node`. ``node.tool_node`` is the inner LangGraph
@@ -190,7 +190,7 @@ class PolicyToolNode(RunnableLambda):  # type: ignore[type-arg]
                 "tool_spec(tool, side_effects=..., path_fields=...) and pass specs=[...] "
                 "(or a registry that holds them); an undeclared tool can never run"
             )
-        super().__init__(self._run, afunc=self._arun, name=name)
+        self.name = name
 
     # --- context ---------------------------------------------------------------------
 
@@ -382,7 +382,9 @@ class PolicyToolNode(RunnableLambda):  # type: ignore[type-arg]
                 return calls, rest
         return [], state
 
-    def _prepare(self, state: Any, config: RunnableConfig) -> tuple[dict[str, _Judgement], Any]:
+    def _prepare(
+        self, state: Any, config: RunnableConfig | None
+    ) -> tuple[dict[str, _Judgement], Any]:
         calls, tool_input = self._pending(state)
         if not calls:
             return {}, None
@@ -395,8 +397,9 @@ class PolicyToolNode(RunnableLambda):  # type: ignore[type-arg]
             read_approval_answer(interrupt(approval_request(waiting)), waiting)
         return plans, tool_input
 
-    def _run(self, state: Any, config: RunnableConfig) -> Any:
-        plans, tool_input = self._prepare(state, config)
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Judge the pending calls, ask for approvals once, then run the allowed ones."""
+        plans, tool_input = self._prepare(input, config)
         if tool_input is None:
             return {self.messages_key: []}
         token = _PLANS.set(plans)
@@ -405,8 +408,11 @@ class PolicyToolNode(RunnableLambda):  # type: ignore[type-arg]
         finally:
             _PLANS.reset(token)
 
-    async def _arun(self, state: Any, config: RunnableConfig) -> Any:
-        plans, tool_input = self._prepare(state, config)
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Any:
+        """The async form of :meth:`invoke`."""
+        plans, tool_input = self._prepare(input, config)
         if tool_input is None:
             return {self.messages_key: []}
         token = _PLANS.set(plans)
