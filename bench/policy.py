@@ -109,12 +109,14 @@ def measure(call, iterations, warmup):
 
 
 def throughput(calls, count):
-    """Wall-clock decisions per second, cycling through ``calls``."""
-    start = time.perf_counter_ns()
+    """Decisions per wall-clock second and per CPU second, cycling through ``calls``."""
+    wall = time.perf_counter_ns()
+    cpu = time.process_time_ns()
     for index in range(count):
         calls[index % len(calls)]()
-    elapsed = time.perf_counter_ns() - start
-    return count / (elapsed / 1e9)
+    cpu = time.process_time_ns() - cpu
+    wall = time.perf_counter_ns() - wall
+    return {"wall": count / (wall / 1e9), "cpu": count / (cpu / 1e9)}
 '''
 
 ARCHMAGE_SOURCE = """
@@ -221,7 +223,7 @@ def jevqueue_side(iterations: int, warmup: int, count: int, directory: Path) -> 
     namespace: dict[str, Any] = {}
     exec(MEASURE_SOURCE, namespace)
     measure: Callable[..., dict[str, Any]] = namespace["measure"]
-    throughput: Callable[..., float] = namespace["throughput"]
+    throughput: Callable[..., dict[str, float]] = namespace["throughput"]
 
     def caller(gate: Any, tool: str, arguments: dict[str, Any]) -> Callable[[], Any]:
         def call() -> Any:
@@ -294,13 +296,20 @@ def us(nanoseconds: float) -> str:
 def report(ours: dict[str, Any], theirs: dict[str, Any] | None, command: str) -> bool:
     """Print the results as Markdown; return True when every target is met."""
     met = True
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"\nCommand: `{command}`  ")
-    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}\n")
-    header = "| case | audit | jevqueue CPU median / p99 (µs) |"
-    rule = "|---|---|---:|"
+    print(
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load}, "
+        f"{time.strftime('%Y-%m-%d')}\n"
+    )
+    header = "| case | audit | jevqueue CPU median / p99 (µs) | wall median (µs) |"
+    rule = "|---|---|---:|---:|"
     if theirs is not None:
-        header += f" archmage-ai {ARCHMAGE_VERSION} CPU median / p99 (µs) | speed-up (median) |"
-        rule += "---:|---:|"
+        header += (
+            f" archmage-ai {ARCHMAGE_VERSION} CPU median / p99 (µs) | wall median (µs) |"
+            " CPU speed-up | wall speed-up |"
+        )
+        rule += "---:|---:|---:|---:|"
     print(header)
     print(rule)
     for audit, label in (("none", "none"), ("durable", "SQLite WAL / JSONL+fsync")):
@@ -310,37 +319,47 @@ def report(ours: dict[str, Any], theirs: dict[str, Any] | None, command: str) ->
                 met = False
             row = (
                 f"| {name} ({mine['outcome']}) | {label} | "
-                f"{us(mine['cpu_median_ns'])} / {us(mine['cpu_p99_ns'])} |"
+                f"{us(mine['cpu_median_ns'])} / {us(mine['cpu_p99_ns'])} | "
+                f"{us(mine['wall_median_ns'])} |"
             )
             if theirs is not None:
                 other = theirs[f"{name}|{audit}"]
                 ratio = other["cpu_median_ns"] / mine["cpu_median_ns"]
-                if ratio < TARGETS["speedup"]:
-                    met = False
+                wall_ratio = other["wall_median_ns"] / mine["wall_median_ns"]
                 row += (
                     f" {us(other['cpu_median_ns'])} / {us(other['cpu_p99_ns'])}"
-                    f" ({other['outcome']}) | {ratio:.0f}x |"
+                    f" ({other['outcome']}) | {us(other['wall_median_ns'])} |"
+                    f" {ratio:.1f}x | {wall_ratio:.1f}x |"
                 )
             print(row)
     print()
     allowed = ours["allowed write|none"]["cpu_median_ns"] / 1000
     rate = ours["throughput"]
-    line = f"Audited decisions per second, one process (SQLite, WAL): **{rate:,.0f}**"
+    line = (
+        "Audited decisions per second, one process, the three calls in turn (SQLite, WAL): "
+        f"**{rate['wall']:,.0f}** per wall-clock second ({rate['cpu']:,.0f} per CPU second)"
+    )
     if theirs is not None:
-        line += f" — archmage-ai (JSONL + fsync): {theirs['throughput']:,.0f}"
-        line += f" ({rate / theirs['throughput']:.0f}x)"
-    print(line + f"; log verified afterwards: {ours['throughput_verified']}")
+        other_rate = theirs["throughput"]
+        line += (
+            f"; archmage-ai (JSONL + fsync): {other_rate['wall']:,.0f} per wall-clock second "
+            f"({other_rate['cpu']:,.0f} per CPU second)"
+        )
+    print(line + f". Log verified afterwards: {ours['throughput_verified']}.")
     print()
     checks = [
         (f"median CPU per allowed call without audit <= 25 µs: {allowed:.1f} µs", allowed <= 25),
-        (f">= 5,000 audited decisions/s: {rate:,.0f}", rate >= TARGETS["audited_per_second"]),
+        (
+            f">= 5,000 audited decisions/s: {rate['wall']:,.0f}",
+            rate["wall"] >= TARGETS["audited_per_second"],
+        ),
     ]
     if theirs is not None:
         worst = min(
             theirs[key]["cpu_median_ns"] / ours[key]["cpu_median_ns"] for key in ours if "|" in key
         )
         checks.append(
-            (f">= 15x faster than archmage-ai on every case: worst {worst:.0f}x", worst >= 15)
+            (f">= 15x faster than archmage-ai on every case (CPU): worst {worst:.1f}x", worst >= 15)
         )
     for text, ok in checks:
         met = met and ok

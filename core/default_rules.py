@@ -71,23 +71,33 @@ class WorkspaceContainmentRule:
 
     rule_id = "jevqueue.workspace.containment"
 
+    def __init__(self) -> None:
+        self._verdicts: dict[tuple[str, ...], Verdict] = {}
+
     def evaluate(self, action: Action) -> Verdict | None:
         """Check every resolved target against the workspace."""
-        outside = [
-            field
-            for field, parts in zip(action.target_fields, action.relative_targets, strict=True)
-            if parts is None
-        ]
-        if not outside:
+        relative = action.relative_targets
+        if None not in relative:
             return None
-        return Verdict.deny(
-            *(
-                f"{field} resolves outside the workspace (after ~, '..', symbolic links and "
-                "absolute paths are resolved): keep every path strictly inside the workspace"
-                for field in outside
-            ),
-            rule_ids=(self.rule_id,),
+        outside = tuple(
+            field
+            for field, parts in zip(action.target_fields, relative, strict=True)
+            if parts is None
         )
+        verdict = self._verdicts.get(outside)
+        if verdict is None:
+            verdict = Verdict.deny(
+                *(
+                    f"{field} resolves outside the workspace (after ~, '..', symbolic links "
+                    "and absolute paths are resolved): keep every path strictly inside the "
+                    "workspace"
+                    for field in outside
+                ),
+                rule_ids=(self.rule_id,),
+            )
+            if len(self._verdicts) < 256:  # field names come from the registry: few
+                self._verdicts[outside] = verdict
+        return verdict
 
 
 class ShellWorkingDirectoryRule:
@@ -135,7 +145,10 @@ class ShellApprovalRule:
         """Require an approval bound to the digest for every ``shell_command``."""
         if SHELL_COMMAND not in action.side_effects:
             return None
-        return Verdict.allow_with_obligations(
+        return self._verdict
+
+    def __init__(self) -> None:
+        self._verdict = Verdict.allow_with_obligations(
             (EXPLICIT_APPROVAL,),
             "a shell command runs with the agent's full authority: it needs an explicit "
             "approval of this exact action digest",
@@ -438,13 +451,21 @@ class PathNormalizationRule:
         arguments = action.arguments
         root = action.workspace_root
         workspace = action.context.workspace
+        if None in action.relative_targets:
+            return None  # outside: the containment rule denies it
+        cwd_field = spec.cwd_field
+        for field in action.target_fields:
+            if _maybe_indirect(arguments.get(field)):
+                break
+        else:
+            if cwd_field is None or not _maybe_indirect(arguments.get(cwd_field)):
+                return None
         fixes: dict[str, str] = {}
         pairs: list[tuple[str, str]] = [
             (field, target)
             for field, target in zip(action.target_fields, action.targets, strict=True)
             if _maybe_indirect(arguments.get(field))
         ]
-        cwd_field = spec.cwd_field
         cwd = action.cwd
         if cwd_field is not None and cwd is not None and _maybe_indirect(arguments.get(cwd_field)):
             pairs.append((cwd_field, cwd))

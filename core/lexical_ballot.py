@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -275,42 +276,51 @@ class LexicalBallot:
         self._indexes: OrderedDict[tuple[_ToolKey, ...], _Index] = OrderedDict()
         # Copies of the toolsets most recently indexed: an equal toolset (the same one, or
         # one the host rebuilt with the same content) is recognised by one comparison
-        # that runs in C, without re-reading every tool.
+        # that runs in C, without re-reading every tool field by field.
         self._recent: tuple[tuple[list[Any], _Index], ...] = ()
-        self._last_query: str | None = None
-        self._last_terms: tuple[str, ...] = ()
+        self._last_query: tuple[str, tuple[str, ...]] = ("", ())
+        # One ballot may serve concurrent turns: the caches change only under this lock,
+        # and the lock-free reads see whole tuples.
+        self._lock = threading.Lock()
 
     def _index_for(self, tools: Sequence[Mapping[str, Any]]) -> _Index:
         """The (cached) index of ``tools``.
 
         Raises:
-            InvalidToolSchemaError: A tool is in neither OpenAI shape.
+            InvalidToolSchemaError: A tool is in neither OpenAI shape, or two tools share
+                a name.
         """
         as_list = tools if type(tools) is list else list(tools)
-        for snapshot, cached in self._recent:
-            if snapshot == as_list:
+        for recent, cached in self._recent:
+            if recent == as_list:
                 return cached
         key = tuple(_tool_key(tool, position) for position, tool in enumerate(as_list))
-        index = self._indexes.get(key)
-        if index is not None:
-            self._indexes.move_to_end(key)
-            return index
+        with self._lock:
+            index = self._indexes.get(key)
+            if index is not None:
+                self._indexes.move_to_end(key)
+                return index
         index = _build_index(key)
-        self._indexes[key] = index
-        if len(self._indexes) > _CACHE_SIZE:
-            self._indexes.popitem(last=False)
+        snapshot: list[Any] | None
         try:
             snapshot = copy.deepcopy(as_list)
         except Exception:  # a toolset that cannot be copied is read field by field each turn
-            return index
-        self._recent = ((snapshot, index), *self._recent[: _RECENT_SIZE - 1])
+            snapshot = None
+        with self._lock:
+            self._indexes[key] = index
+            if len(self._indexes) > _CACHE_SIZE:
+                self._indexes.popitem(last=False)
+            if snapshot is not None:
+                self._recent = ((snapshot, index), *self._recent[: _RECENT_SIZE - 1])
         return index
 
     def _query_terms(self, text: str) -> tuple[str, ...]:
-        if text != self._last_query:
-            self._last_terms = tuple(dict.fromkeys(_terms(text)))
-            self._last_query = text
-        return self._last_terms
+        last_text, last_terms = self._last_query
+        if text == last_text:
+            return last_terms
+        terms = tuple(dict.fromkeys(_terms(text)))
+        self._last_query = (text, terms)
+        return terms
 
     def score(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]

@@ -148,6 +148,7 @@ class RuleBasedPolicyDecisionPoint:
         allowances: list[Verdict],
     ) -> Verdict:
         digest = action.digest
+        revision = self.revision
         if denials:
             chosen = denials
             kind = VerdictKind.DENY
@@ -157,11 +158,13 @@ class RuleBasedPolicyDecisionPoint:
         elif obligated:
             chosen = obligated
             kind = VerdictKind.ALLOW_WITH_OBLIGATIONS
-        else:
-            if not allowances:
-                return Verdict._bound_allow(digest, self.revision)
+        elif allowances:
             chosen = allowances
             kind = VerdictKind.ALLOW
+        else:
+            return Verdict._trusted(VerdictKind.ALLOW, (), (), None, digest, revision, ())
+        if len(chosen) == 1 and chosen[0].kind is kind:
+            return chosen[0].bound(digest, revision)
         reasons = tuple(reason for verdict in chosen for reason in verdict.reasons)
         rule_ids = tuple(dict.fromkeys(rid for verdict in chosen for rid in verdict.rule_ids))
         obligations: tuple[str, ...] = ()
@@ -169,14 +172,14 @@ class RuleBasedPolicyDecisionPoint:
             obligations = tuple(
                 dict.fromkeys(name for verdict in chosen for name in verdict.obligations)
             )
-        return Verdict(
+        return Verdict._trusted(
             kind,
             reasons,
-            obligations=obligations,
-            repaired=chosen[0].repaired if kind is VerdictKind.REPAIR else None,
-            action_digest=digest,
-            policy_revision=self.revision,
-            rule_ids=rule_ids,
+            obligations,
+            chosen[0].repaired if kind is VerdictKind.REPAIR else None,
+            digest,
+            revision,
+            rule_ids,
         )
 
     def __repr__(self) -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -54,24 +53,31 @@ _EXPLICIT_APPROVAL = "explicit_approval"
 def new_decision_id() -> str:
     """Return a fresh UUIDv7 string: unique per decision and ordered by time."""
     milliseconds = time.time_ns() // 1_000_000
-    value = (milliseconds & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big")
-    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
-    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
-    return str(uuid.UUID(int=value))
+    value = (milliseconds & _MS_MASK) << 80 | int.from_bytes(os.urandom(10), "big")
+    value = (value & _VERSION_CLEAR) | _VERSION_7_VARIANT
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+_MS_MASK = (1 << 48) - 1
+_VERSION_CLEAR = ~((0xF << 76) | (0x3 << 62))
+_VERSION_7_VARIANT = (0x7 << 76) | (0x2 << 62)  # version 7, RFC 9562 variant
 
 
 def _bind(verdict: Verdict, digest: str, revision: str) -> Verdict:
-    if verdict.action_digest == digest and verdict.policy_revision == revision:
-        return verdict
-    return Verdict(
-        verdict.kind,
-        verdict.reasons,
-        obligations=verdict.obligations,
-        repaired=verdict.repaired,
-        action_digest=digest,
-        policy_revision=revision,
-        rule_ids=verdict.rule_ids,
-    )
+    return verdict.bound(digest, revision)
+
+
+_CHECK_APPROVALS: list[Callable[..., Verdict]] = []
+
+
+def _check_approvals() -> Callable[..., Verdict]:
+    """:func:`jevqueue.approvals.check_approvals`, imported once, on first need."""
+    if not _CHECK_APPROVALS:
+        from jevqueue.approvals import check_approvals
+
+        _CHECK_APPROVALS.append(check_approvals)
+    return _CHECK_APPROVALS[0]
 
 
 def _clip(value: object) -> str:
@@ -158,7 +164,7 @@ class PolicyEnforcementPoint:
     def revision(self) -> str:
         """The PDP's policy revision ("" when it has none)."""
         revision = getattr(self.pdp, "revision", "")
-        return revision if isinstance(revision, str) else ""
+        return revision if type(revision) is str else ""
 
     @property
     def consumed_approvals(self) -> Any:
@@ -259,14 +265,33 @@ class PolicyEnforcementPoint:
     def _fulfil(self, verdict: Verdict, action: Action, approval_records: Any) -> Verdict:
         if _EXPLICIT_APPROVAL not in verdict.obligations:
             return verdict
-        if isinstance(approval_records, (str, bytes, Mapping)) or approval_records is None:
+        records: Sequence[Any]
+        if type(approval_records) is tuple or type(approval_records) is list:
+            records = tuple(approval_records)
+        elif approval_records is None:
+            records = ()
+        elif isinstance(approval_records, (str, bytes, Mapping)):
             # A bare string is a sequence of characters, not of records: judge it whole.
-            records: Sequence[Any] = () if approval_records is None else (approval_records,)
+            records = (approval_records,)
         else:
             records = tuple(approval_records)
+        if not records:
+            # The first attempt of every approval flow: nothing to check, nothing to burn.
+            return Verdict._trusted(
+                verdict.kind,
+                (
+                    *verdict.reasons,
+                    "explicit approval required: no approval record supplied; obtain one for "
+                    f"{verdict.action_digest} and retry",
+                ),
+                verdict.obligations,
+                None,
+                verdict.action_digest,
+                verdict.policy_revision,
+                verdict.rule_ids,
+            )
         try:
-            from jevqueue.approvals import check_approvals
-
+            check_approvals = _check_approvals()
             consumed = self.consumed_approvals if self.approval_verifier is not None else None
             checked = check_approvals(
                 verdict, action, records, verifier=self.approval_verifier, consumed=consumed

@@ -41,6 +41,14 @@ def _strings(value: Iterable[str], what: str) -> tuple[str, ...]:
     return items
 
 
+def _checked(value: Iterable[str], what: str) -> tuple[str, ...]:
+    items = value if type(value) is tuple else _strings(value, what)
+    for item in items:
+        if type(item) is not str:
+            raise TypeError(f"Verdict {what} must hold strings, not {type(item).__name__}")
+    return items
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The decision about one action.
@@ -68,10 +76,17 @@ class Verdict:
     def __post_init__(self) -> None:
         if not isinstance(self.kind, VerdictKind):
             raise TypeError(f"Verdict kind must be a VerdictKind, not {self.kind!r}")
-        object.__setattr__(self, "reasons", _strings(self.reasons, "reasons"))
-        object.__setattr__(self, "obligations", _strings(self.obligations, "obligations"))
-        object.__setattr__(self, "rule_ids", _strings(self.rule_ids, "rule_ids"))
-        if not isinstance(self.action_digest, str) or not isinstance(self.policy_revision, str):
+        for name in ("reasons", "obligations", "rule_ids"):
+            value = getattr(self, name)
+            if type(value) is not tuple:
+                object.__setattr__(self, name, _strings(value, name))
+            else:
+                for item in value:
+                    if type(item) is not str:
+                        raise TypeError(
+                            f"Verdict {name} must hold strings, not {type(item).__name__}"
+                        )
+        if type(self.action_digest) is not str or type(self.policy_revision) is not str:
             raise TypeError("Verdict action_digest and policy_revision must be strings")
         if self.obligations and self.kind is not VerdictKind.ALLOW_WITH_OBLIGATIONS:
             raise ValueError("only an ALLOW_WITH_OBLIGATIONS verdict carries obligations")
@@ -91,47 +106,94 @@ class Verdict:
             raise ValueError("only a REPAIR verdict carries a repaired proposal")
 
     @classmethod
-    def _bound_allow(cls, action_digest: str, policy_revision: str) -> Verdict:
-        """A reason-less ALLOW bound to a digest, built without re-validation (hot path)."""
+    def _trusted(
+        cls,
+        kind: VerdictKind,
+        reasons: tuple[str, ...],
+        obligations: tuple[str, ...],
+        repaired: Mapping[str, Any] | None,
+        action_digest: str,
+        policy_revision: str,
+        rule_ids: tuple[str, ...],
+    ) -> Verdict:
+        """Build a verdict from parts taken from already-validated verdicts (hot path).
+
+        Skips ``__post_init__``: every part must come from a valid verdict of this kind.
+        """
         verdict = object.__new__(cls)
         verdict.__dict__.update(
-            kind=VerdictKind.ALLOW,
-            reasons=(),
-            obligations=(),
-            repaired=None,
+            kind=kind,
+            reasons=reasons,
+            obligations=obligations,
+            repaired=repaired,
             action_digest=action_digest,
             policy_revision=policy_revision,
-            rule_ids=(),
+            rule_ids=rule_ids,
         )
         return verdict
+
+    def bound(self, action_digest: str, policy_revision: str) -> Verdict:
+        """Return this verdict bound to ``action_digest`` and ``policy_revision``."""
+        if self.action_digest == action_digest and self.policy_revision == policy_revision:
+            return self
+        return Verdict._trusted(
+            self.kind,
+            self.reasons,
+            self.obligations,
+            self.repaired,
+            action_digest,
+            policy_revision,
+            self.rule_ids,
+        )
 
     # --- named constructors -------------------------------------------------------
 
     @classmethod
     def allow(cls, *reasons: str, rule_ids: Iterable[str] = ()) -> Verdict:
         """The call may run."""
-        return cls(VerdictKind.ALLOW, reasons, rule_ids=tuple(rule_ids))
+        return cls._trusted(
+            VerdictKind.ALLOW,
+            _checked(reasons, "reasons"),
+            (),
+            None,
+            "",
+            "",
+            _checked(rule_ids, "rule_ids"),
+        )
 
     @classmethod
     def deny(cls, *reasons: str, rule_ids: Iterable[str] = ()) -> Verdict:
         """The call must not run. Give at least one reason."""
         if not reasons:
             raise ValueError("a DENY verdict needs at least one reason")
-        return cls(VerdictKind.DENY, reasons, rule_ids=tuple(rule_ids))
+        return cls._trusted(
+            VerdictKind.DENY,
+            _checked(reasons, "reasons"),
+            (),
+            None,
+            "",
+            "",
+            _checked(rule_ids, "rule_ids"),
+        )
 
     @classmethod
     def allow_with_obligations(
         cls, obligations: Iterable[str], *reasons: str, rule_ids: Iterable[str] = ()
     ) -> Verdict:
         """The call may run once every obligation (e.g. ``explicit_approval``) is met."""
-        names = _strings(obligations, "obligations")
+        names = _checked(obligations, "obligations")
         if not names:
             raise ValueError("allow_with_obligations() needs at least one obligation")
-        return cls(
+        if len(names) > 1:
+            names = tuple(dict.fromkeys(names))
+        return cls._trusted(
             VerdictKind.ALLOW_WITH_OBLIGATIONS,
-            reasons,
-            obligations=tuple(dict.fromkeys(names)),
-            rule_ids=tuple(rule_ids),
+            _checked(reasons, "reasons"),
+            names,
+            None,
+            "",
+            "",
+            _checked(rule_ids, "rule_ids"),
         )
 
     @classmethod

@@ -204,7 +204,11 @@ class AuditRecord:
             )
         fields["allowed"] = allowed
         fields["prev_hash"] = prev_hash
-        return cls(**fields, record_hash=_hash(fields))
+        fields["record_hash"] = _hash(fields)
+        # Every field was checked above; skip the dataclass __init__ on the hot path.
+        record = object.__new__(cls)
+        record.__dict__.update(fields)
+        return record
 
 
 _UTC_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})(?:\+00:00|Z)")

@@ -18,6 +18,7 @@ becomes a denial, so nothing of ours can fall into CrewAI's fail-open path for h
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
 from collections import deque
@@ -151,6 +152,9 @@ class ToolGuard:
             outcome = self._check(tool_name, arguments)
         except Exception as exc:  # fail closed: a failed check is a denial
             name = _safe_name(tool_name)
+            # The call is refused either way; a failing audit write is the PEP's to log.
+            with contextlib.suppress(Exception):
+                self._audit_rejection(name, exc)
             outcome = GuardOutcome(
                 tool=name,
                 arguments=_safe_arguments(arguments),
@@ -205,7 +209,7 @@ class ToolGuard:
                     args,
                     pending.verdict,
                     approval_requested,
-                    f"it needs an explicit approval: {refused}",
+                    f"no approval: {refused}",
                 )
             if not records:
                 return self._denied(

@@ -110,6 +110,7 @@ class _Judgement:
 
     call_id: str
     tool: str
+    arguments: Any = None
     action: Action | None = None
     verdict: Verdict | None = None
     refusal: str | None = None
@@ -219,7 +220,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
     def _judge(self, call: Mapping[str, Any], context: ExecutionContext) -> _Judgement:
         """Build and evaluate one call (audited); no effect."""
         name = str(call.get("name"))
-        judgement = _Judgement(call_id=str(call.get("id")), tool=name)
+        judgement = _Judgement(call_id=str(call.get("id")), tool=name, arguments=call.get("args"))
         try:
             judgement.action = Action.build(
                 self.registry, name, dict(call.get("args") or {}), context
@@ -308,20 +309,12 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         call = request.tool_call
         plans = _PLANS.get()
         planned = plans.get(str(call.get("id"))) if plans is not None else None
-        if planned is not None:
-            if planned.action is None or planned.refusal is not None:
-                return planned
-            try:
-                current = Action.build(
-                    self.registry,
-                    call["name"],
-                    dict(call.get("args") or {}),
-                    planned.action.context,
-                )
-            except UsageError:
-                current = None
-            if current is not None and current.digest == planned.action.digest:
-                return planned
+        if planned is not None and (
+            planned.action is None
+            or (call.get("name") == planned.tool and call.get("args") == planned.arguments)
+        ):
+            # The call is still the one judged: same name, same arguments (so same digest).
+            return planned
         # Standalone interceptor use, or a call changed since it was judged: judge it now;
         # an approval, if needed, is asked for this one call.
         judgement = self._judge(call, self.context_for(request.runtime.config))

@@ -226,22 +226,24 @@ def test_writes_to_protected_locations_are_not_plainly_allowed(
 # NTFS drops trailing dots and spaces and knows 8.3 short names and stream suffixes; HFS+
 # ignores some zero-width characters. The default rules compare case-insensitively for the
 # same reason, so these aliases should be treated as .git as well.
-GIT_ALIASES = {
-    "ntfs-trailing-dot": ".git./hooks/pre-commit",
-    "ntfs-trailing-space": ".git /hooks/pre-commit",
-    "ntfs-short-name": "GIT~1/hooks/pre-commit",
-    "ntfs-stream-suffix": ".git::$INDEX_ALLOCATION/hooks/pre-commit",
-    "hfs-ignorable-zwnj": ".g\u200cit/hooks/pre-commit",
-    "github-ntfs-trailing-dot": ".github./workflows/release.yml",
-}
-
-
-@pytest.mark.xfail(
+NOT_YET_FOLDED = pytest.mark.xfail(
     strict=True,
-    reason="default rules do not yet fold NTFS/HFS+ aliases of .git and .github "
-    "(trailing dots/spaces, 8.3 names, stream suffixes, ignorable code points)",
+    reason="default rules do not yet fold this alias of .git (NTFS 8.3 short names, NTFS "
+    "stream suffixes, HFS+ ignorable code points)",
 )
-@pytest.mark.parametrize("target", GIT_ALIASES.values(), ids=GIT_ALIASES.keys())
+GIT_ALIASES = [
+    pytest.param(".git./hooks/pre-commit", id="ntfs-trailing-dot"),
+    pytest.param(".git /hooks/pre-commit", id="ntfs-trailing-space"),
+    pytest.param(".github./workflows/release.yml", id="github-ntfs-trailing-dot"),
+    pytest.param("GIT~1/hooks/pre-commit", id="ntfs-short-name", marks=NOT_YET_FOLDED),
+    pytest.param(
+        ".git::$INDEX_ALLOCATION/hooks/pre-commit", id="ntfs-stream-suffix", marks=NOT_YET_FOLDED
+    ),
+    pytest.param(".g\u200cit/hooks/pre-commit", id="hfs-ignorable-zwnj", marks=NOT_YET_FOLDED),
+]
+
+
+@pytest.mark.parametrize("target", GIT_ALIASES)
 def test_filesystem_aliases_of_git_are_not_plainly_allowed(
     tools: GuardedTools, audit: RecordingAuditSink, target: str
 ) -> None:

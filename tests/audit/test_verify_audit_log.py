@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
 from jevqueue.audit import (
     AuditRecord,
     JsonlAuditLog,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any
 
 import pytest
@@ -250,3 +251,30 @@ def test_with_the_default_thresholds_a_clear_request_is_forced_and_a_foreign_one
 
     assert (clear.path, clear.tool) == (Path.TOOL, "read_file")
     assert foreign.path is not Path.TOOL
+
+
+def test_one_ballot_serves_concurrent_turns_over_changing_toolsets() -> None:
+    toolsets = [
+        [*copy.deepcopy(TOOLS), _tool(f"extra_{i}", f"Extra tool number {i} for reports.")]
+        for i in range(24)  # more toolsets than the ballot caches, so entries are evicted
+    ]
+    request = _user("Please read the file with the reports")
+    expected = [LexicalBallot().score(request, tools) for tools in toolsets]
+    shared = LexicalBallot()
+    failures: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for step in range(120):
+                position = (offset + step) % len(toolsets)
+                assert shared.score(request, toolsets[position]) == expected[position]
+        except BaseException as exc:  # reported by the main thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(offset,)) for offset in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert failures == []

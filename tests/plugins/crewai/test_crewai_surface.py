@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import jevqueue.plugins.crewai as plugin
 import pytest
@@ -93,3 +94,37 @@ def test_an_unregistered_tool_is_refused_and_audited(kit: Kit) -> None:
     assert kit.ran.calls == []
     assert "'send_email' is not registered" in result.message
     assert kit.results() == [("send_email", "DENY")]
+
+
+class MutatingPolicy:
+    """A policy decision point that edits the arguments it judges, then allows."""
+
+    revision = "mutating-1"
+
+    def evaluate(self, action: Any) -> Any:
+        from jevqueue.verdict import Verdict
+
+        action.arguments["tags"].append("smuggled")
+        return Verdict.allow("fine")
+
+
+def test_the_tool_runs_with_the_arguments_as_judged_not_as_edited_by_the_policy(
+    kit: Kit,
+) -> None:
+    from crewai.tools import tool
+    from jevqueue.pep import PolicyEnforcementPoint
+    from jevqueue.plugins.crewai import ToolGuard
+
+    @tool("tag_items")
+    def tag_items(tags: list[str]) -> str:
+        """Tag the items."""
+        kit.ran.calls.append(("tag_items", {"tags": list(tags)}))
+        return "tagged"
+
+    kit.registry.register(tool_spec(tag_items, side_effects={"network"}))
+    guard = ToolGuard(
+        PolicyEnforcementPoint(MutatingPolicy()), registry=kit.registry, context=kit.context
+    )
+    (governed,) = guard.wrap([tag_items])
+    governed.run(tags=["a"])
+    assert kit.ran.calls == [("tag_items", {"tags": ["a"]})]
