@@ -28,7 +28,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -37,18 +36,17 @@ from typing import Any
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
-from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
-from langchain_core.tools import StructuredTool  # noqa: E402
-from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
-from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
-
 from jevqueue import Governor, PolicyEnforcementPoint  # noqa: E402
 from jevqueue.pdp import create_default_policy_decision_point  # noqa: E402
 from jevqueue.plugins.langgraph import create_governed_agent, tool_spec  # noqa: E402
 from jevqueue.plugins.langgraph.testing import ScriptedCall, ScriptedChatModel, scripted_tool_call  # noqa: E402
 from jevqueue.testing.recording_audit import RecordingAuditSink  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from langchain_core.tools import StructuredTool  # noqa: E402
+from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
 
-REQUEST = "Read the file notes.txt and show me its content."
+REQUEST = "Read the text file notes.txt from the workspace and return its content."
 
 
 def _tools(workspace: Path) -> list[StructuredTool]:
@@ -89,9 +87,7 @@ def ungoverned_graph(model: Any, tools: list[StructuredTool]) -> Any:
     return graph.compile()
 
 
-def governed_graph(
-    model: Any, tools: list[StructuredTool], workspace: Path, audit: str
-) -> tuple[Any, Governor]:
+def governed_graph(model: Any, tools: list[StructuredTool], workspace: Path, audit: str) -> Any:
     if audit == "sqlite":
         from jevqueue.audit import SQLiteAuditLog
 
@@ -115,7 +111,7 @@ def governed_graph(
     app = create_governed_agent(
         model, tools, pep=pep, specs=specs, governor=governor, context=context
     )
-    return app, governor
+    return app
 
 
 def _turn(app: Any) -> float:
@@ -140,9 +136,9 @@ def main() -> None:
     total = args.turns + args.warmup
     tools = _tools(workspace)
     plain = ungoverned_graph(_model(args.latency, total), tools)
-    governed, governor = governed_graph(_model(args.latency, total), tools, workspace, args.audit)
+    governed_model = _model(args.latency, total)
+    governed = governed_graph(governed_model, tools, workspace, args.audit)
 
-    paths: Counter[str] = Counter()
     base: list[float] = []
     gov: list[float] = []
     for index in range(total):
@@ -154,8 +150,6 @@ def main() -> None:
             elapsed = _turn(app)
             if index >= args.warmup:
                 sink.append(elapsed)
-        if index >= args.warmup and governor.last is not None:
-            paths[governor.last.path.value] += 1
 
     ratio = sum(gov) / sum(base)
     median_ratio = statistics.median(gov) / statistics.median(base)
@@ -167,10 +161,11 @@ def main() -> None:
         f"ungoverned: median {statistics.median(base) * 1e3:.2f} ms/turn, total {sum(base):.3f} s"
     )
     print(f"governed:   median {statistics.median(gov) * 1e3:.2f} ms/turn, total {sum(gov):.3f} s")
-    print(
-        f"overhead:   {(statistics.median(gov) - statistics.median(base)) * 1e3:.2f} ms/turn (median)"
-    )
-    print(f"governor paths (final decision of each turn): {dict(paths)}")
+    overhead = (statistics.median(gov) - statistics.median(base)) * 1e3
+    print(f"overhead:   {overhead:.2f} ms/turn (median)")
+    measured = governed_model.calls[2 * args.warmup :]
+    forced = sum(1 for call in measured if call.tool_choice_set)
+    print(f"governed model calls: {len(measured)}, of which forced (tool_choice set): {forced}")
     print(
         f"ratio governed/ungoverned: {ratio:.3f} (total), {median_ratio:.3f} (median)"
         f"  target <= 1.10"

@@ -312,7 +312,8 @@ def report(ours: dict[str, Any], theirs: dict[str, Any] | None, command: str) ->
         rule += "---:|---:|---:|---:|"
     print(header)
     print(rule)
-    for audit, label in (("none", "none"), ("durable", "SQLite WAL / JSONL+fsync")):
+    durable = "SQLite WAL" if theirs is None else "SQLite WAL / JSONL+fsync"
+    for audit, label in (("none", "none"), ("durable", durable)):
         for name, (_, _, expected) in CASES.items():
             mine = ours[f"{name}|{audit}"]
             if mine["outcome"] != expected:

@@ -279,6 +279,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         floor_table(heldout, [0.0, 0.001, 0.01, 0.02, 0.05, 0.1])
         print("\nmargin sensitivity (a larger margin forces fewer near-ties):", end="")
         margin_table(calibration, heldout, precision=args.precision)
+        # The other way round: how much the choice depends on which half it was made on.
+        swapped, coverage, precision = calibrate(
+            heldout, precision=args.precision, prose_budget=args.prose_budget
+        )
+        back = metrics(rule(s, swapped) for s in calibration)
+        print(
+            f"\nswapped halves: calibrated on held-out -> {swapped}; on the calibration half "
+            f"coverage {back.coverage:.3f}, precision {back.precision:.3f}"
+        )
     else:
         thresholds = Thresholds()
         print(f"\ndefault {thresholds}")

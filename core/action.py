@@ -230,9 +230,13 @@ class Action:
         folded: list[tuple[str, tuple[str, ...]]] = []
         for field, target in zip(fields, targets, strict=True):
             if root != "/" and target.startswith(prefix):
-                parts = tuple(target[cut:].split("/"))
-                relative.append(parts)
-                folded.append((field, tuple(_fold(part) for part in parts)))
+                below = target[cut:]
+                relative.append(tuple(below.split("/")))
+                lowered = below.casefold()
+                if "./" in lowered or " /" in lowered or lowered.endswith((".", " ")):
+                    folded.append((field, tuple(_fold(part) for part in lowered.split("/"))))
+                else:
+                    folded.append((field, tuple(lowered.split("/"))))
             else:
                 relative.append(None)
         action = object.__new__(cls)

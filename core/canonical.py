@@ -277,7 +277,34 @@ class _Walk:
         active.discard(ident)
 
 
+def _flat_and_plain(value: Any, max_depth: int) -> bool:
+    """True for the common case: a dict of ASCII strings, safe ints, bools and None.
+
+    Such a value needs no path bookkeeping, cycle tracking or rfc8785 route; anything
+    else returns False and gets the full walk (which also produces the typed errors).
+    """
+    if type(value) is not dict or max_depth < 1:
+        return False
+    size = 0
+    for key, item in value.items():
+        if type(key) is not str or not key.isascii():
+            return False
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                return False
+            size += len(item)
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return False
+        elif item is not None and kind is not bool:
+            return False
+    return size <= MAX_BYTES
+
+
 def _validated(value: Any, max_depth: int, max_bytes: int) -> bool:
+    if max_depth == MAX_DEPTH and _flat_and_plain(value, max_depth):
+        return False  # the exact size is checked after encoding
     if not 0 <= max_depth <= _DEPTH_CEILING:
         raise ConfigurationError(f"max_depth must be between 0 and {_DEPTH_CEILING}")
     if max_bytes < 0:

@@ -157,7 +157,7 @@ def _tool_key(tool: Mapping[str, Any], position: int) -> _ToolKey:
 def _params(properties: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(
         [
-            (pname, pschema.get("description") or "")
+            (pname, text if type(text := pschema.get("description")) is str else "")
             if type(pschema) is dict and type(pname) is str
             else (
                 str(pname),

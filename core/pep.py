@@ -64,10 +64,6 @@ _VERSION_CLEAR = ~((0xF << 76) | (0x3 << 62))
 _VERSION_7_VARIANT = (0x7 << 76) | (0x2 << 62)  # version 7, RFC 9562 variant
 
 
-def _bind(verdict: Verdict, digest: str, revision: str) -> Verdict:
-    return verdict.bound(digest, revision)
-
-
 _CHECK_APPROVALS: list[Callable[..., Verdict]] = []
 
 
@@ -235,7 +231,7 @@ class PolicyEnforcementPoint:
                 f"the policy decision point failed ({type(error).__name__}): denied to fail closed",
                 rule_ids=(PDP_FAILED,),
             )
-        verdict = _bind(verdict, digest, revision)
+        verdict = verdict.bound(digest, revision)
         if verdict.kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and verdict.obligations:
             verdict = self._fulfil(verdict, action, approval_records)
         if self._write is None:
@@ -311,17 +307,32 @@ class PolicyEnforcementPoint:
                 policy_revision=verdict.policy_revision,
                 rule_ids=(*verdict.rule_ids, APPROVAL_CHECK_FAILED),
             )
-        if checked.kind is VerdictKind.ALLOW:
-            # Only a DENY may change the kind; anything else keeps the PDP's kind.
-            checked = Verdict(
-                VerdictKind.ALLOW_WITH_OBLIGATIONS,
-                checked.reasons,
-                obligations=checked.obligations,
-                action_digest=verdict.action_digest,
-                policy_revision=verdict.policy_revision,
-                rule_ids=checked.rule_ids,
+        if checked.kind is VerdictKind.DENY:
+            return checked.bound(verdict.action_digest, verdict.policy_revision)
+        remaining = checked.obligations
+        if checked.kind is not VerdictKind.ALLOW_WITH_OBLIGATIONS or not set(remaining) <= set(
+            verdict.obligations
+        ):
+            # An approval check may only remove obligations (or deny): anything else is
+            # a fault, and the obligation stays unmet.
+            return Verdict._trusted(
+                verdict.kind,
+                (*verdict.reasons, "the approval check answered inconsistently: unmet"),
+                verdict.obligations,
+                None,
+                verdict.action_digest,
+                verdict.policy_revision,
+                (*verdict.rule_ids, APPROVAL_CHECK_FAILED),
             )
-        return _bind(checked, verdict.action_digest, verdict.policy_revision)
+        return Verdict._trusted(
+            VerdictKind.ALLOW_WITH_OBLIGATIONS,
+            checked.reasons,
+            remaining,
+            None,
+            verdict.action_digest,
+            verdict.policy_revision,
+            checked.rule_ids,
+        )
 
     # --- auditing -----------------------------------------------------------------
 

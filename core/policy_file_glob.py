@@ -11,7 +11,8 @@ separator, the way ``.gitignore`` patterns do:
   directories (zero included);
 * a glob without a ``/`` matches a file or directory name at any depth (``*.pem``,
   ``.env*``); a glob with a ``/`` is anchored at the workspace root
-  (``.github/workflows/*.yml``); a trailing ``/`` only says "a directory";
+  (``.github/workflows/*.yml``); a trailing ``/`` is accepted and changes nothing
+  (whether a target is a directory is not known when a call is judged);
 * a glob that matches a directory matches everything below it (``.git`` covers
   ``.git/hooks/pre-commit``).
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from jevqueue.verdict import Verdict
@@ -43,15 +43,32 @@ __all__ = [
 Effect = Literal["deny", "require", "allow"]
 
 
+def _combined(patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str] | None:
+    """One alternation of ``patterns`` (same flags), so a match is a single regex call."""
+    if not patterns:
+        return None
+    if len(patterns) == 1:
+        return patterns[0]
+    joined = "|".join(f"(?:{pattern.pattern})" for pattern in patterns)
+    return re.compile(joined, patterns[0].flags)
+
+
 @dataclass(frozen=True)
 class NameMatcher:
     """Exact names plus compiled name globs; matches a name if either does."""
 
     exact: frozenset[str]
     globs: tuple[re.Pattern[str], ...] = ()
+    _glob: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_glob", _combined(self.globs))
 
     def __call__(self, name: str) -> bool:
-        return name in self.exact or any(glob.fullmatch(name) for glob in self.globs)
+        if name in self.exact:
+            return True
+        glob = self._glob
+        return glob is not None and glob.fullmatch(name) is not None
 
 
 def workspace_relative(target: str, workspace: str) -> str | None:
@@ -104,6 +121,10 @@ class PolicyFileRule:
     environments: NameMatcher | None = None
     arguments: tuple[tuple[str, re.Pattern[str]], ...] = ()
     arguments_json: re.Pattern[str] | None = None
+    _path: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_path", _combined(self.paths or ()))
 
     def matches(self, action: Action) -> bool:
         """Whether every condition of this rule holds for ``action``."""
@@ -134,16 +155,20 @@ class PolicyFileRule:
         return True
 
     def _paths_match(self, action: Action, *, every: bool) -> bool:
-        paths = self.paths
-        if paths is None:
-            return False
-        touched = action.targets if action.cwd is None else (*action.targets, action.cwd)
-        if not touched:
+        glob = self._path
+        if glob is None:
             return False
         root = action.workspace_root or action.context.workspace
-        for target in touched:
-            relative = workspace_relative(target, root)
-            hit = relative is not None and any(glob.fullmatch(relative) for glob in paths)
+        relative: list[str | None] = [
+            None if parts is None else "/".join(parts) for parts in action.relative_targets
+        ]
+        if action.cwd is not None:
+            relative.append(workspace_relative(action.cwd, root))
+        if not relative:
+            return False
+        fullmatch = glob.fullmatch
+        for path in relative:
+            hit = path is not None and fullmatch(path) is not None
             if hit and not every:
                 return True
             if not hit and every:

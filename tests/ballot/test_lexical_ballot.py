@@ -212,6 +212,19 @@ def test_two_tools_with_one_name_are_rejected() -> None:
         LexicalBallot().score(_user("read"), [TOOLS[2], copy.deepcopy(TOOLS[2])])
 
 
+def test_odd_parameter_schemas_are_read_as_far_as_they_make_sense() -> None:
+    tool = _tool("read_file", "Read a text file.")
+    tool["parameters"]["properties"] = {
+        "path": {"type": "string", "description": ["not", "a", "string"]},
+        "mode": "r",
+        "encoding": {"type": "string", "description": None},
+    }
+
+    scores = LexicalBallot().score(_user("read the file"), [tool, TOOLS[0]])
+
+    assert next(iter(scores)) == "read_file"
+
+
 def test_tools_without_description_or_parameters_still_score() -> None:
     tools = [{"name": "restart_server"}, {"name": "list_users"}]
 

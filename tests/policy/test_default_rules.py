@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -292,3 +293,26 @@ def test_rules_can_be_used_one_by_one() -> None:
     )
     assert CredentialContentRule().evaluate(action) is not None
     assert PathNormalizationRule().evaluate(action) is None
+
+
+def test_symlink_into_git_hooks_is_denied(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    (workspace / "scripts").symlink_to(workspace / ".git" / "hooks")
+    (workspace / "ci").symlink_to(workspace / ".github", target_is_directory=True)
+    ctx = context_mapping(workspace=str(workspace))
+    hooked = Action.build(REGISTRY, "write_to_file", {"TargetFile": "scripts/pre-commit"}, ctx)
+    assert PDP.evaluate(hooked).kind is VerdictKind.DENY
+    workflow = Action.build(REGISTRY, "write_to_file", {"TargetFile": "ci/workflows/x.yml"}, ctx)
+    assert PDP.evaluate(workflow).obligations == (EXPLICIT_APPROVAL,)
+
+
+def test_symlink_out_of_the_workspace_is_denied(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.md").symlink_to("/etc/passwd")
+    ctx = context_mapping(workspace=str(workspace))
+    action = Action.build(REGISTRY, "write_to_file", {"TargetFile": "notes.md"}, ctx)
+    verdict = PDP.evaluate(action)
+    assert verdict.kind is VerdictKind.DENY
+    assert "jevqueue.workspace.containment" in verdict.rule_ids

@@ -360,3 +360,90 @@ def test_truthy_non_bool_verifier_is_not_trusted(authority: ApprovalAuthority) -
     action = command_action()
     with pytest.raises(UnfulfilledObligationError):
         pep.enforce(action, [authority.issue(action.digest)])
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda verdict, *_a, **_k: Verdict.allow("approved, trust me"),
+        lambda verdict, *_a, **_k: Verdict.repair("write_to_file", {"TargetFile": "a"}, "r"),
+        lambda verdict, *_a, **_k: Verdict.allow_with_obligations(["other"], "swap"),
+        lambda verdict, *_a, **_k: "ALLOW",
+    ],
+)
+def test_an_inconsistent_approval_check_leaves_the_obligation_unmet(
+    answer: Any, monkeypatch: pytest.MonkeyPatch, authority: ApprovalAuthority
+) -> None:
+    monkeypatch.setattr("jevqueue.pep._check_approvals", lambda: answer)
+    pep = PolicyEnforcementPoint(
+        create_default_policy_decision_point(),
+        approval_verifier=lambda record, action: True,
+        consumed_approvals=MemoryConsumedApprovals(),
+    )
+    action = command_action()
+    with pytest.raises(UnfulfilledObligationError) as caught:
+        pep.enforce(action, [authority.issue(action.digest)])
+    assert caught.value.verdict.obligations == ("explicit_approval",)
+
+
+def test_an_approval_check_may_deny(
+    monkeypatch: pytest.MonkeyPatch, authority: ApprovalAuthority
+) -> None:
+    monkeypatch.setattr(
+        "jevqueue.pep._check_approvals", lambda: lambda *_a, **_k: Verdict.deny("forged")
+    )
+    pep = PolicyEnforcementPoint(
+        create_default_policy_decision_point(),
+        approval_verifier=lambda record, action: True,
+        consumed_approvals=MemoryConsumedApprovals(),
+    )
+    action = command_action()
+    with pytest.raises(PolicyDeniedError) as caught:
+        pep.enforce(action, [authority.issue(action.digest)])
+    assert caught.value.verdict.action_digest == action.digest
+
+
+def test_decision_ids_are_uuid7() -> None:
+    import uuid
+
+    from jevqueue.pep import new_decision_id
+
+    ids = [new_decision_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    parsed = uuid.UUID(ids[0])
+    assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+
+
+def test_concurrent_decisions_are_each_audited(sink: RecordingAuditSink) -> None:
+    import threading
+
+    pep = PolicyEnforcementPoint(create_default_policy_decision_point(), audit_logger=sink)
+    actions = [write_action(f"src/file_{index}.py") for index in range(8)]
+
+    def work(action: Action) -> None:
+        for _ in range(25):
+            assert pep.evaluate(action).allowed
+
+    threads = [threading.Thread(target=work, args=(action,)) for action in actions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(sink.events) == 200
+    assert len({event["decision_id"] for event in sink.events}) == 200
+
+
+def test_rejections_are_audited_with_what_is_known(sink: RecordingAuditSink) -> None:
+    from jevqueue.context import ExecutionContext
+    from jevqueue.errors import UnregisteredToolError
+
+    pep = PolicyEnforcementPoint(create_default_policy_decision_point(), audit_logger=sink)
+    pep.audit_rejection(
+        "nope", ExecutionContext.coerce(context_mapping()), UnregisteredToolError("nope")
+    )
+    pep.audit_rejection(["x"], {"task_id": 5, "actor_id": "a" * 1000}, ValueError())
+    first, second = sink.events
+    assert first["task_id"] == "task-42" and first["action_digest"] == ""
+    assert first["reasons"] == ["refused before evaluation: UnregisteredToolError"]
+    assert second["task_id"] == "" and second["tool"] == ""
+    assert len(second["actor_id"]) <= 256

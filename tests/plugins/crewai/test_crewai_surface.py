@@ -128,3 +128,26 @@ def test_the_tool_runs_with_the_arguments_as_judged_not_as_edited_by_the_policy(
     (governed,) = guard.wrap([tag_items])
     governed.run(tags=["a"])
     assert kit.ran.calls == [("tag_items", {"tags": ["a"]})]
+
+
+def test_the_scripted_llm_fails_loudly_on_an_unexpected_or_unused_step(kit: Kit) -> None:
+    from crew_kit import make_crew
+    from jevqueue.plugins.crewai.testing import ScriptedLLM, UnexpectedModelCallError
+
+    exhausted = ScriptedLLM([])
+    with pytest.raises(UnexpectedModelCallError):
+        exhausted.call([{"role": "user", "content": "hi"}])
+    with pytest.raises(AssertionError, match="unexpected model call"):
+        exhausted.assert_complete()
+
+    # CrewAI catches and retries the error; the script still remembers the call.
+    swallowed = ScriptedLLM([])
+    with pytest.raises(UnexpectedModelCallError):
+        make_crew(swallowed, [], "Hello?").kickoff()
+    with pytest.raises(AssertionError, match="unexpected model call"):
+        swallowed.assert_complete()
+
+    unused = ScriptedLLM(["first", "never used"])
+    assert unused.call("hi") == "first"
+    with pytest.raises(AssertionError, match="never consumed"):
+        unused.assert_complete()

@@ -1,10 +1,7 @@
-"""Shared pieces for the LangGraph plugin tests: tools that count their runs, a real PEP
-over the default policy, an approval authority, and a fixed-score governor."""
+"""Fixtures for the LangGraph plugin tests (the helpers live in langgraph_support.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -13,93 +10,7 @@ pytest.importorskip(
     "langgraph", reason='the LangGraph extra is not installed: pip install "jevqueue[langgraph]"'
 )
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from jevqueue import Governor, PolicyEnforcementPoint
-from jevqueue.approvals import (
-    ApprovalAuthority,
-    MemoryConsumedApprovals,
-    SignedApprovalVerifier,
-)
-from jevqueue.pdp import create_default_policy_decision_point
-from jevqueue.plugins.langgraph import tool_spec
-from jevqueue.testing.recording_audit import RecordingAuditSink
-from jevqueue.thresholds import Thresholds
-from langchain_core.tools import StructuredTool
-
-GIT_SHA = "0123456789abcdef0123456789abcdef01234567"
-
-
-class FixedBallot:
-    """The same scores every turn, so the governor's path is known in advance."""
-
-    def __init__(self, scores: Mapping[str, float]) -> None:
-        self.scores = dict(scores)
-
-    def score(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
-    ) -> Mapping[str, float]:
-        return dict(self.scores)
-
-
-def fixed_governor(**scores: float) -> Governor:
-    """A governor that forces a tool at >= 0.6 with a 0.2 lead, answers in prose below 0.2."""
-    return Governor(
-        FixedBallot(scores), thresholds=Thresholds(confident=0.6, margin=0.2, floor=0.2)
-    )
-
-
-@dataclass
-class Toolbox:
-    """Three LangChain tools that record every run, and their declarations."""
-
-    runs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        def read_file(path: str) -> str:
-            """Read a text file from the workspace and return its content."""
-            self.runs.append(("read_file", {"path": path}))
-            return f"content of {path}"
-
-        def write_file(path: str, content: str) -> str:
-            """Write text content to a file in the workspace, replacing it."""
-            self.runs.append(("write_file", {"path": path, "content": content}))
-            return f"wrote {path}"
-
-        def run_command(command: str, cwd: str) -> str:
-            """Run a shell command in a directory of the workspace and return its output."""
-            self.runs.append(("run_command", {"command": command, "cwd": cwd}))
-            return f"ran {command}"
-
-        self.read_file = StructuredTool.from_function(read_file)
-        self.write_file = StructuredTool.from_function(write_file)
-        self.run_command = StructuredTool.from_function(run_command)
-        self.tools = [self.read_file, self.write_file, self.run_command]
-        self.specs = [
-            tool_spec(self.read_file, side_effects={"file_read"}, path_fields=["path"]),
-            tool_spec(
-                self.write_file,
-                side_effects={"file_write"},
-                path_fields=["path"],
-                content_fields=["content"],
-            ),
-            tool_spec(
-                self.run_command,
-                side_effects={"shell_command"},
-                cwd_field="cwd",
-                required_path_fields=["cwd"],
-            ),
-        ]
-
-    def ran(self, name: str) -> list[dict[str, Any]]:
-        return [arguments for tool, arguments in self.runs if tool == name]
-
-
-@dataclass
-class Policy:
-    pep: PolicyEnforcementPoint
-    audit: RecordingAuditSink
-    authority: ApprovalAuthority
-    context: dict[str, str]
+from langgraph_support import Policy, Toolbox, make_policy
 
 
 @pytest.fixture
@@ -109,18 +20,4 @@ def toolbox() -> Toolbox:
 
 @pytest.fixture
 def policy(tmp_path: Any) -> Policy:
-    key = Ed25519PrivateKey.generate()
-    audit = RecordingAuditSink()
-    pep = PolicyEnforcementPoint(
-        create_default_policy_decision_point(),
-        audit_logger=audit,
-        approval_verifier=SignedApprovalVerifier({"alice": key.public_key()}),
-        consumed_approvals=MemoryConsumedApprovals(),
-    )
-    context = {
-        "task_id": "task-42",
-        "actor_id": "coding-agent",
-        "workspace": str(tmp_path),
-        "git_sha": GIT_SHA,
-    }
-    return Policy(pep, audit, ApprovalAuthority(key, "alice"), context)
+    return make_policy(str(tmp_path))

@@ -6,7 +6,10 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import Policy, Toolbox, fixed_governor
+
+pytest.importorskip(
+    "langgraph", reason='the LangGraph extra is not installed: pip install "jevqueue[langgraph]"'
+)
 from jevqueue.errors import ProviderDisobeyedError
 from jevqueue.plugins.langgraph import GovernorMiddleware, PolicyMiddleware
 from jevqueue.plugins.langgraph.testing import ScriptedChatModel, scripted_tool_call
@@ -14,6 +17,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from langgraph_support import Policy, Toolbox, fixed_governor
 
 COMMAND = {"command": "make test", "cwd": "."}
 

@@ -7,7 +7,10 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import Policy, Toolbox, fixed_governor
+
+pytest.importorskip(
+    "langgraph", reason='the LangGraph extra is not installed: pip install "jevqueue[langgraph]"'
+)
 from jevqueue import Governor, Path
 from jevqueue.errors import ProviderDisobeyedError, TurnInterruptedError
 from jevqueue.host import LOCAL_MODEL_ID
@@ -21,6 +24,7 @@ from jevqueue.plugins.langgraph.testing import ScriptedChatModel, scripted_tool_
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph_support import Policy, Toolbox, fixed_governor
 
 FORCE_READ = {"read_file": 0.95, "write_file": 0.1, "run_command": 0.1}
 UNSURE = {"read_file": 0.4, "write_file": 0.1, "run_command": 0.1}

@@ -8,7 +8,10 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import Policy, Toolbox
+
+pytest.importorskip(
+    "langgraph", reason='the LangGraph extra is not installed: pip install "jevqueue[langgraph]"'
+)
 from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.langgraph import (
     APPROVAL_REQUEST_KIND,
@@ -20,6 +23,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
+from langgraph_support import Policy, Toolbox
 
 
 def tool_graph(toolbox: Toolbox, policy: Policy, *, context: Any = "default") -> Any:

@@ -14,7 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from conftest import Toolbox, fixed_governor
+
+pytest.importorskip(
+    "langgraph", reason='the LangGraph extra is not installed: pip install "jevqueue[langgraph]"'
+)
+from langgraph_support import Toolbox, fixed_governor
 
 langchain_openai = pytest.importorskip(
     "langchain_openai", reason="langchain-openai is not installed"
