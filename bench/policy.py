@@ -69,6 +69,46 @@ CASES: dict[str, tuple[str, dict[str, Any], str]] = {
         "obligation",
     ),
 }
+EXAMPLE_POLICY = """
+[policy]
+name = "acme"
+side_effects = ["database_write"]
+
+[[rule]]
+id = "acme.prod-freeze"
+effect = "deny"
+reason = "production is changed by the release pipeline, never by an agent"
+environments = ["prod", "production"]
+side_effects = ["file_write", "file_delete", "shell_command", "database_write"]
+
+[[rule]]
+id = "acme.migrations"
+effect = "require"
+obligations = ["explicit_approval"]
+reason = "schema migrations need a human's approval"
+paths = ["migrations/**", "*.sql"]
+
+[[rule]]
+id = "acme.no-pipe-to-shell"
+effect = "deny"
+reason = "downloading a script and running it in one step is never allowed"
+tools = ["run_command"]
+arguments = { CommandLine = '(?i)\\b(curl|wget)\\b[^|]*\\|\\s*(ba|z)?sh\\b' }
+
+[[rule]]
+id = "acme.interns-read-only"
+effect = "deny"
+reason = "intern agents only read"
+actors = ["intern-*"]
+side_effects = ["file_write", "file_delete", "shell_command", "database_write"]
+
+[[rule]]
+id = "acme.vendored"
+effect = "deny"
+reason = "vendored code is updated by the dependency bot only"
+paths = ["vendor/**", "third_party/**"]
+side_effects = ["file_write", "file_delete"]
+"""
 TARGETS = {"allowed_median_us": 25.0, "speedup": 15.0, "audited_per_second": 5000.0}
 
 # The measuring loop, shared verbatim by both interpreters.
@@ -264,6 +304,16 @@ def jevqueue_side(iterations: int, warmup: int, count: int, directory: Path) -> 
     log.close()
     report = verify_audit_log(log_path)
     results["throughput_verified"] = report.ok and report.count == count
+
+    # What a policy file adds: the five rules of the worked example in docs/policy.md.
+    policy_file = directory / "acme.toml"
+    policy_file.write_text(EXAMPLE_POLICY, encoding="utf-8")
+    for label, files in (("defaults", []), ("defaults + acme.toml", [policy_file])):
+        gate = GenericAdapter(
+            PolicyEnforcementPoint(create_default_policy_decision_point(policy_files=files))
+        )
+        tool, arguments, _ = CASES["allowed write"]
+        results[f"policy file|{label}"] = measure(caller(gate, tool, arguments), iterations, warmup)
     return results
 
 
@@ -334,6 +384,14 @@ def report(ours: dict[str, Any], theirs: dict[str, Any] | None, command: str) ->
                 )
             print(row)
     print()
+    base = ours["policy file|defaults"]["cpu_median_ns"]
+    with_file = ours["policy file|defaults + acme.toml"]["cpu_median_ns"]
+    print(
+        f"A policy file with the five rules of the docs/policy.md example adds "
+        f"{us(with_file - base)} µs of CPU to an allowed write ({us(base)} -> {us(with_file)} "
+        "µs median, no audit)."
+    )
+    print()
     allowed = ours["allowed write|none"]["cpu_median_ns"] / 1000
     rate = ours["throughput"]
     line = (
@@ -357,7 +415,9 @@ def report(ours: dict[str, Any], theirs: dict[str, Any] | None, command: str) ->
     ]
     if theirs is not None:
         worst = min(
-            theirs[key]["cpu_median_ns"] / ours[key]["cpu_median_ns"] for key in ours if "|" in key
+            theirs[key]["cpu_median_ns"] / ours[key]["cpu_median_ns"]
+            for key in theirs
+            if "|" in key
         )
         checks.append(
             (f">= 15x faster than archmage-ai on every case (CPU): worst {worst:.1f}x", worst >= 15)

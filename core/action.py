@@ -25,8 +25,10 @@ so changing any argument, target, the workspace or any other context field chang
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -70,13 +72,44 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
     return "/" + normal.lstrip("/")
 
 
+# Code points HFS+ ignores in file names (git refuses ".g\u200cit" for this reason).
+_HFS_IGNORABLE = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+# NTFS 8.3 short names of the directories the default rules protect.
+_SHORT_NAMES = {
+    "git~1": ".git",
+    "github~1": ".github",
+    "circle~1": ".circleci",
+    "husky~1": ".husky",
+}
+
+
 def _fold(component: str) -> str:
-    # Case-folded, and without the trailing dots and spaces that Windows filesystems
-    # ignore (".git." is ".git" there), so protected names match however they are spelt.
-    folded = component.casefold()
-    if folded.endswith((".", " ")):
-        return folded.rstrip(". ") or folded
-    return folded
+    """The name a case-insensitive, alias-forgiving filesystem would see.
+
+    Case-folded; without HFS+ ignorable code points; cut at an NTFS stream suffix
+    (``.git::$INDEX_ALLOCATION``); without the trailing dots and spaces NTFS drops
+    (``.git.``); and with the 8.3 short names of protected directories (``GIT~1``)
+    spelt out. Protected names then match however they are written — the aliases git
+    itself refuses.
+    """
+    folded = _HFS_IGNORABLE.sub("", component.casefold())
+    stream = folded.find(":")
+    if stream > 0:
+        folded = folded[:stream]
+    folded = folded.rstrip(". ") or folded
+    return _SHORT_NAMES.get(folded, folded)
+
+
+def _needs_fold(lowered: str) -> bool:
+    # Cheap test for the rare path that needs _fold per component.
+    return (
+        not lowered.isascii()
+        or ":" in lowered
+        or "~" in lowered
+        or "./" in lowered
+        or " /" in lowered
+        or lowered.endswith((".", " "))
+    )
 
 
 def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> str | None:
@@ -120,8 +153,10 @@ class Action:
 
     Attributes:
         tool: the registered tool name.
-        arguments: the arguments as given (validated as canonical JSON; not copied, so do
-            not mutate them after building).
+        arguments: a private copy of the validated arguments (equal to what was given;
+            nested ones are rebuilt from the canonical form, so an integral float such as
+            ``1.0`` reads as ``1``). Mutating it changes nothing the caller runs; the caller
+            must run the call with the arguments it submitted, unchanged.
         targets: the resolved absolute paths of the tool's path fields, in field order.
         side_effects: the tool's side effects, from the registry.
         context: the validated execution context.
@@ -186,6 +221,16 @@ class Action:
         encoded_arguments = canonical_json(arguments)
         if spec.validator is not None:
             _schema_error(spec, arguments)
+        # Rules get their own copy, so nothing they do can change what the caller runs.
+        # Scalars are immutable: one level of copying suffices for a flat dict; nested
+        # arguments are rebuilt from their canonical form (an equal, independent tree).
+        for value in arguments.values():
+            kind = type(value)
+            if kind is dict or kind is list:
+                private: dict[str, Any] = json.loads(encoded_arguments)
+                break
+        else:
+            private = dict(arguments)
 
         root, on_disk = _workspace_root(ctx.workspace)
         targets: list[str] = []
@@ -233,7 +278,7 @@ class Action:
                 below = target[cut:]
                 relative.append(tuple(below.split("/")))
                 lowered = below.casefold()
-                if "./" in lowered or " /" in lowered or lowered.endswith((".", " ")):
+                if _needs_fold(lowered):
                     folded.append((field, tuple(_fold(part) for part in lowered.split("/"))))
                 else:
                     folded.append((field, tuple(lowered.split("/"))))
@@ -244,7 +289,7 @@ class Action:
         # object.__setattr__ per field, on the hot path of every decision.
         action.__dict__.update(
             tool=spec.name,
-            arguments=arguments,
+            arguments=private,
             targets=tuple(targets),
             side_effects=spec.side_effects,
             context=ctx,

@@ -159,9 +159,12 @@ class PolicyFileRule:
         if glob is None:
             return False
         root = action.workspace_root or action.context.workspace
-        relative: list[str | None] = [
-            None if parts is None else "/".join(parts) for parts in action.relative_targets
-        ]
+        components = action.relative_targets
+        relative: list[str | None]
+        if len(components) == len(action.targets):
+            relative = [None if parts is None else "/".join(parts) for parts in components]
+        else:  # an Action built by hand, without its precomputed relative targets
+            relative = [workspace_relative(target, root) for target in action.targets]
         if action.cwd is not None:
             relative.append(workspace_relative(action.cwd, root))
         if not relative:

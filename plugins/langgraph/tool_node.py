@@ -27,6 +27,7 @@ authorises nothing under another.
 from __future__ import annotations
 
 import contextvars
+import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -220,11 +221,13 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
     def _judge(self, call: Mapping[str, Any], context: ExecutionContext) -> _Judgement:
         """Build and evaluate one call (audited); no effect."""
         name = str(call.get("name"))
-        judgement = _Judgement(call_id=str(call.get("id")), tool=name, arguments=call.get("args"))
+        arguments = call.get("args") or {}
+        # A snapshot of what was judged: the call runs only while its arguments still equal it.
+        judgement = _Judgement(
+            call_id=str(call.get("id")), tool=name, arguments=copy.deepcopy(arguments)
+        )
         try:
-            judgement.action = Action.build(
-                self.registry, name, dict(call.get("args") or {}), context
-            )
+            judgement.action = Action.build(self.registry, name, copy.deepcopy(arguments), context)
         except UsageError as error:
             audit_rejection = getattr(self.pep, "audit_rejection", None)
             if callable(audit_rejection):
@@ -401,9 +404,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         finally:
             _PLANS.reset(token)
 
-    async def ainvoke(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Any:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """The async form of :meth:`invoke`."""
         plans, tool_input = self._prepare(input, config)
         if tool_input is None:

@@ -253,3 +253,15 @@ def test_any_target_change_changes_the_digest(path: str) -> None:
     one = build("write_to_file", {"TargetFile": "src/a.py"})
     other = build("write_to_file", {"TargetFile": path})
     assert (one.digest == other.digest) == (one.targets == other.targets and path == "src/a.py")
+
+
+def test_rules_get_a_private_copy_of_the_arguments() -> None:
+    flat = {"TargetFile": "src/a.py", "CodeContent": "x"}
+    action = build("write_to_file", flat)
+    action.arguments["TargetFile"] = "/etc/passwd"  # type: ignore[index]
+    assert flat["TargetFile"] == "src/a.py"
+    nested = {"TargetFile": "a.py", "ReplacementChunks": [{"ReplacementContent": "y"}]}
+    action = build("multi_replace_file_content", nested)
+    assert action.arguments == nested
+    action.arguments["ReplacementChunks"][0]["ReplacementContent"] = "z"
+    assert nested["ReplacementChunks"][0]["ReplacementContent"] == "y"

@@ -316,3 +316,22 @@ def test_symlink_out_of_the_workspace_is_denied(tmp_path: Path) -> None:
     verdict = PDP.evaluate(action)
     assert verdict.kind is VerdictKind.DENY
     assert "jevqueue.workspace.containment" in verdict.rule_ids
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "GIT~1/hooks/pre-commit",
+        ".git::$INDEX_ALLOCATION/hooks/pre-commit",
+        ".g\u200cit/hooks/pre-commit",
+        ".\ufeffgit/config",
+    ],
+)
+def test_filesystem_aliases_of_git_are_denied(path: str) -> None:
+    verdict = write(path)
+    assert verdict.kind is VerdictKind.DENY
+    assert "jevqueue.paths.git" in verdict.rule_ids
+
+
+def test_short_name_of_github_needs_approval() -> None:
+    assert write("GITHUB~1/workflows/ci.yml").obligations == (EXPLICIT_APPROVAL,)
