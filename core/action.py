@@ -29,6 +29,7 @@ import json
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,12 +42,14 @@ from jevqueue.registry import ToolRegistry, ToolSpec
 
 __all__ = ["Action", "resolve_path"]
 
-_SEPARATORS = (",", ":")
-
 
 def _workspace_root(workspace: str) -> tuple[str, bool]:
     """Return the workspace as it will be compared, and whether it exists on disk."""
-    if os.path.isdir(workspace):
+    try:
+        mode = os.stat(workspace).st_mode
+    except (OSError, ValueError):
+        return workspace, False
+    if stat.S_ISDIR(mode):
         return os.path.realpath(workspace), True
     return workspace, False
 
@@ -100,16 +103,9 @@ def _fold(component: str) -> str:
     return _SHORT_NAMES.get(folded, folded)
 
 
-def _needs_fold(lowered: str) -> bool:
-    # Cheap test for the rare path that needs _fold per component.
-    return (
-        not lowered.isascii()
-        or ":" in lowered
-        or "~" in lowered
-        or "./" in lowered
-        or " /" in lowered
-        or lowered.endswith((".", " "))
-    )
+# The rare path that needs _fold per component: non-ASCII, a stream or short-name marker,
+# or a component ending in a dot or a space.
+_NEEDS_FOLD = re.compile(r"[^\x00-\x7f]|[:~]|[. ](?:/|$)")
 
 
 def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> str | None:
@@ -278,10 +274,10 @@ class Action:
                 below = target[cut:]
                 relative.append(tuple(below.split("/")))
                 lowered = below.casefold()
-                if _needs_fold(lowered):
-                    folded.append((field, tuple(_fold(part) for part in lowered.split("/"))))
-                else:
+                if _NEEDS_FOLD.search(lowered) is None:
                     folded.append((field, tuple(lowered.split("/"))))
+                else:
+                    folded.append((field, tuple(_fold(part) for part in lowered.split("/"))))
             else:
                 relative.append(None)
         action = object.__new__(cls)

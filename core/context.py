@@ -142,7 +142,30 @@ class ExecutionContext:
         Raises:
             InvalidContextError: a key is missing or unknown, or a value is invalid.
         """
-        if type(value) is not dict and isinstance(value, ExecutionContext):
+        if type(value) is dict:
+            # Fast path: the same plain strings as a context validated before. A hit proves
+            # every required key is present, so with this length no key is unknown. Exact
+            # str only: a str subclass could lie about equality and hit another entry.
+            environment = value.get("environment", "local")
+            cached_key = (
+                value.get("task_id"),
+                value.get("actor_id"),
+                value.get("workspace"),
+                value.get("git_sha"),
+                environment,
+            )
+            if (
+                len(value) == (5 if "environment" in value else 4)
+                and type(cached_key[0]) is str
+                and type(cached_key[1]) is str
+                and type(cached_key[2]) is str
+                and type(cached_key[3]) is str
+                and type(environment) is str
+            ):
+                hit = _VALIDATED.get(cached_key)  # type: ignore[arg-type]
+                if hit is not None:
+                    return hit
+        elif isinstance(value, ExecutionContext):
             return value
         if not isinstance(value, Mapping):
             raise InvalidContextError(

@@ -10,7 +10,7 @@
     │   ├── NonCanonicalArgumentsError tool arguments that are not canonical JSON (.path)
     │   │   ├── UnsupportedTypeError   bytes, sets, tuples, custom objects
     │   │   ├── NonFiniteNumberError   NaN, +Infinity, -Infinity
-    │   │   ├── IntegerOutOfRangeError an integer beyond ±(2**53 - 1), which JSON numbers cannot hold
+    │   │   ├── IntegerOutOfRangeError an integer beyond ±(2**53 - 1): not exact as a JSON number
     │   │   ├── NonStringKeyError      a mapping key that is not a str
     │   │   ├── CyclicArgumentsError   a container that contains itself
     │   │   ├── ArgumentsTooDeepError  nesting beyond the documented depth

@@ -11,7 +11,7 @@ for hosts whose methods return awaitables.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from time import perf_counter
 from types import MappingProxyType
 from typing import Any, Literal
@@ -54,6 +54,10 @@ _CLARIFY_LIMIT = 4
 # Leads are differences of floats: 0.6 - 0.4 is 0.19999999999999996. A lead within this
 # tolerance of the margin counts as reaching it, so boundaries behave as written.
 _LEAD_TOLERANCE = 1e-9
+_NO_SCORES: Mapping[str, float] = MappingProxyType({})
+# What synchronous host methods return on every turn (tool lists, message lists, response
+# bodies, flags): never awaitable, so the check for an async host can skip them.
+_PLAIN = frozenset({dict, list, tuple, str, bool, type(None)})
 
 
 def tool_directive(name: str) -> str:
@@ -63,6 +67,10 @@ def tool_directive(name: str) -> str:
 
 def _by_score(item: tuple[str, float]) -> float:
     return item[1]
+
+
+def _awaitable(value: Any) -> bool:
+    return value.__class__ not in _PLAIN and inspect.isawaitable(value)
 
 
 def _first_sentence(text: str, limit: int = 80) -> str:
@@ -148,6 +156,17 @@ class Governor:
                     f"got a {type(rule).__name__}"
                 )
         self._ballot: Ballot = ballot
+        # The default ballot validates the toolset while indexing it and returns every
+        # offered tool, highest first, with a float in [0, 1]: for it (and not for a
+        # subclass, which may score differently) the governor need not check the toolset
+        # and the scores a second time.
+        self._ranked: Callable[[Messages, Tools], tuple[Sequence[str], dict[str, float]]] | None
+        self._ranked = None
+        if type(ballot).__name__ == "LexicalBallot":
+            from jevqueue.lexical_ballot import LexicalBallot
+
+            if type(ballot) is LexicalBallot:
+                self._ranked = ballot._ranked
         self._thresholds = thresholds
         self._confident = float(thresholds.confident)
         self._margin = float(thresholds.margin)
@@ -211,15 +230,24 @@ class Governor:
                 raised or returned nonsense) and ``on_error="raise"``.
         """
         start = perf_counter()
-        scores: Mapping[str, float] = MappingProxyType({})
+        scores: Mapping[str, float] = _NO_SCORES
         try:
+            ranked = self._ranked
+            if ranked is not None and tools.__class__ is list:
+                try:
+                    names, checked = ranked(messages, tools)
+                except Exception:  # the checked path below reports it, exactly as it would
+                    pass
+                else:
+                    scores = MappingProxyType(checked)
+                    return self._route(messages, tools, names, scores, start)
             names = tool_names(tools)
             scores = MappingProxyType(self._scores(messages, tools, names))
             return self._route(messages, tools, names, scores, start)
         except Exception as exc:
             return self._failed(exc, perf_counter() - start, scores)
 
-    def _scores(self, messages: Messages, tools: Tools, names: list[str]) -> dict[str, float]:
+    def _scores(self, messages: Messages, tools: Tools, names: Sequence[str]) -> dict[str, float]:
         raw = self._ballot.score(messages, tools)
         if not isinstance(raw, Mapping):
             raise DecisionError(
@@ -262,7 +290,7 @@ class Governor:
         self,
         messages: Messages,
         tools: Tools,
-        names: list[str],
+        names: Sequence[str],
         scores: Mapping[str, float],
         start: float,
     ) -> Decision:
@@ -326,7 +354,7 @@ class Governor:
         self,
         messages: Messages,
         tools: Tools,
-        names: list[str],
+        names: Sequence[str],
         name: str,
         scores: Mapping[str, float],
         start: float,
@@ -353,7 +381,7 @@ class Governor:
             Path.STATIC_TOOL, start, name, scores, arguments=MappingProxyType(arguments)
         )
 
-    def _question(self, tools: Tools, names: list[str], scores: Mapping[str, float]) -> str:
+    def _question(self, tools: Tools, names: Sequence[str], scores: Mapping[str, float]) -> str:
         top = next(iter(scores.values()))
         tied = [
             name for name, score in scores.items() if top - score < self._margin - _LEAD_TOLERANCE
@@ -448,7 +476,7 @@ class Governor:
                 request = turn.send(value)
             except StopIteration as done:
                 return done.value
-            if inspect.isawaitable(request):
+            if _awaitable(request):
                 _discard(request)
                 turn.close()
                 raise ConfigurationError(
@@ -484,7 +512,7 @@ class Governor:
             except StopIteration as done:
                 return done.value
             failure = None
-            if inspect.isawaitable(request):
+            if _awaitable(request):
                 try:
                     value = await request
                 except BaseException as exc:  # recorded in `last`, then re-raised
@@ -500,7 +528,7 @@ class Governor:
             messages = yield host.messages()
             tools = yield host.tools()
         except Exception as exc:
-            decision = self._failed(exc, perf_counter() - start, MappingProxyType({}))
+            decision = self._failed(exc, perf_counter() - start, _NO_SCORES)
         else:
             decision = self.decide(messages, tools)
         effect_start = perf_counter()
@@ -525,8 +553,18 @@ class Governor:
                     timings={**decision.timings, "effect": perf_counter() - effect_start},
                 )
             raise
-        self.last = decision.evolve(
-            timings={**decision.timings, "effect": perf_counter() - effect_start}
+        # The record with the effect's timing, built directly (as evolve() would, minus the
+        # generic field-by-field copy): this runs on every turn.
+        self.last = Decision(
+            decision.path,
+            decision.tool,
+            decision.scores,
+            decision.directive,
+            decision.reason,
+            decision.error,
+            decision.provider_calls,
+            {**decision.timings, "effect": perf_counter() - effect_start},
+            decision.arguments,
         )
         return response
 

@@ -338,10 +338,22 @@ class LexicalBallot:
             InvalidToolSchemaError: A tool is in neither OpenAI shape, or two tools share
                 a name.
         """
+        return self._ranked(messages, tools)[1]
+
+    def _ranked(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> tuple[tuple[str, ...], dict[str, float]]:
+        """The toolset's names in order, and :meth:`score`'s result: a new dict holding
+        every one of them, highest first, each a float in [0, 1]. The governor relies on
+        that and skips checking it again.
+
+        Raises:
+            InvalidToolSchemaError: See :meth:`score`.
+        """
         index = self._index_for(tools)
         names = index.names
         if not names:
-            return {}
+            return names, {}
         # position -> [request side, name share, name+description share]
         touched: dict[int, list[float]] = {}
         total = 0.0
@@ -362,7 +374,7 @@ class LexicalBallot:
                     sums[1] += name_share
                     sums[2] += core_share
         if not touched:
-            return dict.fromkeys(names, 0.0)
+            return names, dict.fromkeys(names, 0.0)
         request_weight = (1.0 - _OWN_TEXT) / total
         scores: dict[str, float] = {}
         for position in sorted(touched):  # toolset order, so that ties keep it
@@ -377,4 +389,4 @@ class LexicalBallot:
             for name in names:
                 if name not in result:
                     result[name] = 0.0
-        return result
+        return names, result

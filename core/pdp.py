@@ -12,8 +12,8 @@ A rule that raises, or returns something that is not a
 :class:`~jevqueue.verdict.Verdict`, counts as a DENY naming the rule (fail closed). Rules
 from policy files are added to the defaults, so they can tighten the policy but never turn
 a default DENY into anything else. The verdict is bound to the action's digest and to the
-PDP's ``revision``: a hash of the rule ids, any rule ``fingerprint`` and the bytes of every
-policy file, so an audit record says exactly which policy decided.
+PDP's ``revision``: a hash of the jevqueue version, the rule ids, any rule ``fingerprint``
+and the bytes of every policy file, so an audit record says exactly which policy decided.
 """
 
 from __future__ import annotations
@@ -55,7 +55,12 @@ class PolicyDecisionPoint(Protocol):
 
 
 def _revision(rules: Sequence[Rule], files: Sequence[tuple[str, bytes]]) -> str:
+    from jevqueue import __version__
+
+    # The version stands in for the default rules' code: a release that changes them
+    # changes every revision, so an audit record always names the policy that decided.
     description = {
+        "jevqueue": __version__,
         "rules": [[rule.rule_id, str(getattr(rule, "fingerprint", ""))] for rule in rules],
         "files": [hashlib.sha256(content).hexdigest() for _, content in files],
     }

@@ -12,7 +12,10 @@ ever make the policy stricter:
   is let through the allowlist only if all of it is covered.
 
 ``paths`` are matched against the action's resolved targets and, for tools with a working
-directory (``run_command``), that directory too, each relative to the workspace.
+directory (``run_command``), that directory too, each relative to the workspace. Rules that
+object (``deny``, ``require``) compare case-insensitively and also match the targets'
+filesystem-alias spelling (trailing dots and spaces dropped, ``GIT~1`` spelt out, as the
+default rules see them); ``allow`` rules compare exactly.
 
 A :class:`PolicyFileAllowlistRule` stands for a file's ``default = "deny"``: it denies
 whatever none of the file's ``allow`` rules matches.
@@ -176,7 +179,14 @@ class PolicyFileRule:
                 return True
             if not hit and every:
                 return False
-        return every
+        if every:
+            return True
+        # A rule that objects also sees each target the way an alias-forgiving filesystem
+        # would (``secrets./key`` is ``secrets/key`` on NTFS); an allow rule never does.
+        return any(
+            fullmatch("/".join(parts)) is not None
+            for _, parts in getattr(action, "folded_targets", ())
+        )
 
     def _arguments_match(self, arguments: Mapping[str, Any]) -> bool:
         for name, pattern in self.arguments:

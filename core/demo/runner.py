@@ -47,7 +47,7 @@ SYSTEM_PROMPT = (
     "keep answers short."
 )
 _MAX_STEPS = 4  # per user turn: a step follows each tool result until the reply is prose
-_DEMO_FLOOR = 0.05
+_DEMO_FLOOR = 0.001
 
 
 def demo_thresholds(defaults: Thresholds | None = None) -> tuple[Thresholds, str | None]:
@@ -70,9 +70,9 @@ def demo_thresholds(defaults: Thresholds | None = None) -> tuple[Thresholds, str
         floor=min(_DEMO_FLOOR, thresholds.confident),
     )
     return raised, (
-        f"the default floor is {thresholds.floor:g}, which sends no turn to prose; the demo "
-        f"raises it to {raised.floor:g} so that a request no tool matches at all can show "
-        "that path"
+        f"the calibrated default floor is {thresholds.floor:g}, which sends no turn to prose "
+        f"(on the benchmark data a higher one costs relevant turns); the demo raises it to "
+        f"{raised.floor:g}, so that a request no tool matches at all can show that path"
     )
 
 

@@ -65,9 +65,12 @@ class ScriptedDemoModel:
             raise ScriptMismatchError(
                 f"the request forbids tool calls but the script answers {_describe(reply)}"
             )
+        completion: dict[str, Any]
         if reply.tool is None:
-            return text_completion(reply.text, model=SCRIPTED_MODEL_ID)
-        return tool_call_completion(reply.tool, reply.arguments, model=SCRIPTED_MODEL_ID)
+            completion = text_completion(reply.text, model=SCRIPTED_MODEL_ID)
+        else:
+            completion = tool_call_completion(reply.tool, reply.arguments, model=SCRIPTED_MODEL_ID)
+        return completion
 
 
 def _describe(reply: ModelReply) -> str:

@@ -318,11 +318,6 @@ class MutatingRule:
         return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Action.build keeps a reference to the caller's arguments: a rule (or any code "
-    "holding the dict) can change them after they were judged",
-)
 def test_a_rule_cannot_change_the_arguments_that_run(sandbox: Sandbox) -> None:
     tools = GuardedTools(
         AntigravityAdapter(PolicyEnforcementPoint(default_pdp(MutatingRule()))), sandbox

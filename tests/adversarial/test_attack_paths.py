@@ -224,22 +224,14 @@ def test_writes_to_protected_locations_are_not_plainly_allowed(
 
 # Filesystem aliases of .git that git itself refuses (CVE-2014-9390 and its follow-ups):
 # NTFS drops trailing dots and spaces and knows 8.3 short names and stream suffixes; HFS+
-# ignores some zero-width characters. The default rules compare case-insensitively for the
-# same reason, so these aliases should be treated as .git as well.
-NOT_YET_FOLDED = pytest.mark.xfail(
-    strict=True,
-    reason="default rules do not yet fold this alias of .git (NTFS 8.3 short names, NTFS "
-    "stream suffixes, HFS+ ignorable code points)",
-)
+# ignores some zero-width characters. Like a different case, each must count as .git.
 GIT_ALIASES = [
     pytest.param(".git./hooks/pre-commit", id="ntfs-trailing-dot"),
     pytest.param(".git /hooks/pre-commit", id="ntfs-trailing-space"),
     pytest.param(".github./workflows/release.yml", id="github-ntfs-trailing-dot"),
-    pytest.param("GIT~1/hooks/pre-commit", id="ntfs-short-name", marks=NOT_YET_FOLDED),
-    pytest.param(
-        ".git::$INDEX_ALLOCATION/hooks/pre-commit", id="ntfs-stream-suffix", marks=NOT_YET_FOLDED
-    ),
-    pytest.param(".g\u200cit/hooks/pre-commit", id="hfs-ignorable-zwnj", marks=NOT_YET_FOLDED),
+    pytest.param("GIT~1/hooks/pre-commit", id="ntfs-short-name"),
+    pytest.param(".git::$INDEX_ALLOCATION/hooks/pre-commit", id="ntfs-stream-suffix"),
+    pytest.param(".g\u200cit/hooks/pre-commit", id="hfs-ignorable-zwnj"),
 ]
 
 

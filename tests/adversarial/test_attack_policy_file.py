@@ -68,6 +68,9 @@ DODGES: dict[str, Any] = {
     "dotdot-detour": "src/../secrets/key.txt",
     "absolute": lambda box: str(box.workspace / "secrets" / "key.txt"),
     "symlink-alias": link_public_to_secrets,
+    "ntfs-trailing-dot": "secrets./key.txt",
+    "ntfs-trailing-space": "secrets /key.txt",
+    "hfs-ignorable": "secr\u200cets/key.txt",
 }
 
 

@@ -160,3 +160,16 @@ def test_misused_options_are_usage_errors(
     result = CliRunner().invoke(main, ["demo", *arguments])
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_the_demo_keeps_the_default_thresholds_unless_prose_is_unreachable() -> None:
+    from jevqueue import Thresholds
+    from jevqueue.demo.runner import demo_thresholds
+
+    usable = Thresholds(confident=0.7, margin=0.1, floor=0.2)
+    assert demo_thresholds(usable) == (usable, None)
+
+    raised, note = demo_thresholds(Thresholds(confident=0.7, margin=0.1, floor=0.0))
+    assert (raised.confident, raised.margin) == (0.7, 0.1)
+    assert 0.0 < raised.floor <= 0.7
+    assert note is not None and "prose" in note

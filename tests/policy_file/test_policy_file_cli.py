@@ -172,3 +172,17 @@ def test_explain_reports_a_broken_policy_file(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert f"{path}:3:" in result.stdout
+
+
+def test_the_example_files_in_the_documentation_are_valid(tmp_path: Path) -> None:
+    import re
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "policy.md"
+    blocks = re.findall(r"```toml\n(.*?)```", docs.read_text("utf-8"), flags=re.DOTALL)
+    examples = [b for b in blocks if b.startswith("# House rules") or 'name = "docs-bot"' in b]
+    assert len(examples) == 2
+    for index, text in enumerate(examples):
+        path = write(tmp_path, f"example{index}.toml", text)
+        result = CliRunner().invoke(main, ["policy", "check", str(path)])
+        assert result.exit_code == 0, result.output
+        assert "warning" not in result.output, result.output

@@ -237,6 +237,7 @@ def test_allow_rules_under_default_allow_are_inert_and_warned_about(tmp_path: Pa
     [
         (deny_rule('tools = ["write_file"]'), "did you mean 'write_to_file'"),
         (deny_rule("arguments = { CommandLine = '.*' }"), "matches the empty string"),
+        (deny_rule("arguments = { CommandLine = '(a+)+b' }"), "exponential time"),
         ('[[rule]]\nid = "all"\neffect = "deny"\nreason = "freeze"\n', "no conditions"),
         ("# nothing yet\n", "changes nothing"),
     ],
@@ -260,3 +261,13 @@ def test_the_report_summarises_a_usable_file(tmp_path: Path) -> None:
     assert report.default == "deny"
     assert len(report.sha256) == 64
     assert report.summary().endswith("policy 'docs-bot', 2 rules (1 deny, 1 allow), default deny")
+
+
+def test_objecting_rules_see_filesystem_aliases_and_allow_rules_do_not(tmp_path: Path) -> None:
+    [deny] = rules_from(tmp_path, deny_rule('paths = ["secrets/**"]'))
+    for alias in ("SECRETS/key", "secrets./key", "secrets /key", "secr\u200cets/key"):
+        assert deny.evaluate(write_call(alias)) is not None, alias
+    allowlist = rules_from(tmp_path, ALLOWLIST)
+    assert verdicts(allowlist, write_call("docs/a.txt")) == []
+    for alias in ("DOCS/a.txt", "docs./a.txt"):
+        assert verdicts(allowlist, write_call(alias))[0].denied, alias
