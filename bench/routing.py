@@ -15,7 +15,8 @@ ground truth:
 item, multi-turn scenarios kept whole across their categories) and reports the other half:
 the highest coverage with a forced-route precision of at least ``--precision`` (0.99),
 then the highest ``floor`` that sends at most ``--prose-budget`` (1%) of relevant turns to
-prose. Without it, the shipped default thresholds are measured.
+prose (at the upper end of the share's 95% Wilson interval). Without it, the shipped
+default thresholds are measured.
 
 Run::
 
@@ -26,6 +27,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections import Counter
@@ -42,6 +44,8 @@ from jevqueue.thresholds import Thresholds
 
 # The governor counts a lead within this of the margin as reaching it (float differences).
 LEAD_TOLERANCE = 1e-9
+# The floor is searched in steps of this below 0.05, in the main grid's steps above.
+FLOOR_STEP = 0.0005
 
 
 @dataclass(frozen=True)
@@ -160,15 +164,30 @@ def calibrate(
     if best is None:
         raise SystemExit(f"no thresholds reach a forced-route precision of {precision}")
     coverage, prec, confident, margin, _ = best
-    # The floor: the highest one that keeps wrongly-prosed relevant turns within budget.
+    # The floor: the highest one whose share of wrongly-prosed relevant turns stays within
+    # budget even at the upper end of its 95 % confidence interval (the point estimate
+    # alone, chosen at the edge of the budget, overshoots it on unseen turns). Low scores
+    # are finely grained (an earlier message lifts a score to at most 0.05), so the grid
+    # is finer there.
     floor = 0.0
-    for candidate in grid:
+    fine = [round(i * FLOOR_STEP, 6) for i in range(1, round(0.05 / FLOOR_STEP))]
+    for candidate in sorted({*fine, *grid}):
         if candidate > confident:
             break
         prosed = sum(s.item.relevant and s.top < candidate for s in scored)
-        if relevant and prosed / relevant <= prose_budget:
+        if relevant and wilson_upper(prosed, relevant) <= prose_budget:
             floor = candidate
     return Thresholds(confident=confident, margin=margin, floor=floor), coverage, prec
+
+
+def wilson_upper(hits: int, total: int, z: float = 1.96) -> float:
+    """The upper end of the Wilson score interval of ``hits / total`` (95 % by default)."""
+    if total == 0:
+        return 1.0
+    share = hits / total
+    centre = share + z * z / (2 * total)
+    spread = z * math.sqrt(share * (1 - share) / total + z * z / (4 * total * total))
+    return (centre + spread) / (1 + z * z / total)
 
 
 def floor_table(scored: Sequence[Scored], floors: Sequence[float]) -> None:
@@ -179,7 +198,7 @@ def floor_table(scored: Sequence[Scored], floors: Sequence[float]) -> None:
     for floor in floors:
         irr = _share(sum(s.top < floor for s in irrelevance), len(irrelevance))
         rel = _share(sum(s.top < floor for s in relevant), len(relevant))
-        print(f"{floor:5.3f}   {irr:17.3f}   {rel:14.3f}")
+        print(f"{floor:6.4f}  {irr:17.3f}   {rel:14.3f}")
 
 
 def margin_table(
@@ -275,8 +294,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         report("calibration half (threshold rule)", [rule(s, thresholds) for s in calibration])
         report("held-out half (threshold rule)", [rule(s, thresholds) for s in heldout])
-        print("\nheld-out half, if the floor were raised (the top score is below it):", end="")
-        floor_table(heldout, [0.0, 0.001, 0.01, 0.02, 0.05, 0.1])
+        floors = sorted({0.0, thresholds.floor, 0.001, 0.005, 0.01, 0.02, 0.05})
+        print("\ncalibration half, if the floor were raised (the top score is below it):", end="")
+        floor_table(calibration, floors)
+        print("\nheld-out half, if the floor were raised:", end="")
+        floor_table(heldout, floors)
         print("\nmargin sensitivity (a larger margin forces fewer near-ties):", end="")
         margin_table(calibration, heldout, precision=args.precision)
         # The other way round: how much the choice depends on which half it was made on.

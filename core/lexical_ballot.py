@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jevqueue.errors import InvalidToolSchemaError
-from jevqueue.messages import newest_user_text
+from jevqueue.messages import message_text
 from jevqueue.tool_schema import normalize_tool
 
 __all__ = ["LexicalBallot"]
@@ -68,6 +68,15 @@ _B = 0.5
 # The weight of "how much of the tool's own text the request mentions" in a score; the
 # rest is "how much of the request the tool explains".
 _OWN_TEXT = 0.9
+# Earlier user messages of the conversation lift a tool's score to at most this much (when
+# the newest message gives it less), so that a follow-up such as "and the other one too"
+# is not taken for a request no tool fits. Far below any threshold that forces a tool:
+# only the newest message can make one confidently best.
+_CONTEXT = 0.05
+# The earlier request share (see _context_lift) that earns the whole lift.
+_CONTEXT_FULL = 0.25
+# How many earlier user messages count as context.
+_CONTEXT_MESSAGES = 3
 _CACHE_SIZE = 16
 _RECENT_SIZE = 2
 
@@ -242,6 +251,23 @@ def _build_index(keys: Sequence[_ToolKey]) -> _Index:
     )
 
 
+def _user_texts(messages: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[str, ...]]:
+    """The newest user message's text, and the texts of up to ``_CONTEXT_MESSAGES`` user
+    messages before it, newest first."""
+    newest: str | None = None
+    earlier: list[str] = []
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        if newest is None:
+            newest = message_text(message)
+            continue
+        earlier.append(message_text(message))
+        if len(earlier) >= _CONTEXT_MESSAGES:
+            break
+    return newest or "", tuple(earlier)
+
+
 def _by_score(item: tuple[str, float]) -> float:
     return item[1]
 
@@ -279,6 +305,7 @@ class LexicalBallot:
         # that runs in C, without re-reading every tool field by field.
         self._recent: tuple[tuple[list[Any], _Index], ...] = ()
         self._last_query: tuple[str, tuple[str, ...]] = ("", ())
+        self._last_context: tuple[tuple[str, ...], frozenset[str]] = ((), frozenset())
         # One ballot may serve concurrent turns: the caches change only under this lock,
         # and the lock-free reads see whole tuples.
         self._lock = threading.Lock()
@@ -322,6 +349,39 @@ class LexicalBallot:
         self._last_query = (text, terms)
         return terms
 
+    def _context_terms(self, texts: tuple[str, ...]) -> frozenset[str]:
+        last_texts, last_terms = self._last_context
+        if texts == last_texts:
+            return last_terms
+        terms = frozenset(term for text in texts for term in _terms(text))
+        self._last_context = (texts, terms)
+        return terms
+
+    @staticmethod
+    def _context_lift(terms: frozenset[str], index: _Index, values: dict[int, float]) -> None:
+        """Raise to the context lift every tool the earlier user messages speak to.
+
+        A tool's lift is ``_CONTEXT`` times the share of the earlier requests' words the
+        tool explains (saturated BM25-style as on the request side), reached in full at a
+        share of ``_CONTEXT_FULL``; it replaces the tool's score only when larger.
+        """
+        postings = index.postings
+        weights = index.weights
+        explained: dict[int, float] = {}
+        total = 0.0
+        for term in terms:
+            plist = postings.get(term)
+            if plist is None:
+                total += 1.0
+                continue
+            total += weights[term]
+            for position, request_side, _name_share, _core_share in plist:
+                explained[position] = explained.get(position, 0.0) + request_side
+        for position, share in explained.items():
+            lift = _CONTEXT * min(1.0, share / (total * _CONTEXT_FULL))
+            if lift > values.get(position, 0.0):
+                values[position] = lift
+
     def score(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> Mapping[str, float]:
@@ -354,12 +414,13 @@ class LexicalBallot:
         names = index.names
         if not names:
             return names, {}
+        newest, earlier = _user_texts(messages)
         # position -> [request side, name share, name+description share]
         touched: dict[int, list[float]] = {}
         total = 0.0
         postings = index.postings
         weights = index.weights
-        for term in self._query_terms(newest_user_text(messages)):
+        for term in self._query_terms(newest):
             plist = postings.get(term)
             if plist is None:
                 total += 1.0
@@ -373,17 +434,25 @@ class LexicalBallot:
                     sums[0] += request_side
                     sums[1] += name_share
                     sums[2] += core_share
-        if not touched:
+        values: dict[int, float] = {}
+        if touched:
+            request_weight = (1.0 - _OWN_TEXT) / total
+            for position, (request, named, described) in touched.items():
+                own = math.sqrt(
+                    (named if named < 1.0 else 1.0) * (described if described < 1.0 else 1.0)
+                )
+                value = _OWN_TEXT * own + request_weight * request
+                values[position] = value if value < 1.0 else 1.0
+        if earlier:
+            context = self._context_terms(earlier)
+            # Only a message that takes up a word of the earlier requests continues them;
+            # one that shares no word with them (nor with any tool) opens a new topic.
+            if not context.isdisjoint(self._query_terms(newest)):
+                self._context_lift(context, index, values)
+        if not values:
             return names, dict.fromkeys(names, 0.0)
-        request_weight = (1.0 - _OWN_TEXT) / total
-        scores: dict[str, float] = {}
-        for position in sorted(touched):  # toolset order, so that ties keep it
-            request, named, described = touched[position]
-            own = math.sqrt(
-                (named if named < 1.0 else 1.0) * (described if described < 1.0 else 1.0)
-            )
-            value = _OWN_TEXT * own + request_weight * request
-            scores[names[position]] = value if value < 1.0 else 1.0
+        scores = {names[position]: values[position] for position in sorted(values)}
+        # sorted() is stable: tied tools keep their toolset order.
         result = dict(sorted(scores.items(), key=_by_score, reverse=True))
         if len(result) < len(names):
             for name in names:

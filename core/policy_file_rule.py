@@ -26,7 +26,7 @@ Reasons are the text the policy author wrote; they never quote argument values.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -90,6 +90,13 @@ def workspace_relative(target: str, workspace: str) -> str | None:
     return None
 
 
+def _name_check(matcher: NameMatcher, name_of: Callable[[Action], str]) -> Callable[[Action], bool]:
+    if matcher.globs:
+        return lambda action: matcher(name_of(action))
+    contains = matcher.exact.__contains__
+    return lambda action: contains(name_of(action))
+
+
 def _argument_text(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -125,37 +132,64 @@ class PolicyFileRule:
     arguments: tuple[tuple[str, re.Pattern[str]], ...] = ()
     arguments_json: re.Pattern[str] | None = None
     _path: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _checks: tuple[Callable[[Action], bool], ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
+    _verdict: Verdict | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_path", _combined(self.paths or ()))
+        # Compile the conditions into a tuple of small checks, cheapest first, and the
+        # verdict once: a rule that does not apply costs a few attribute reads.
+        set_field = object.__setattr__
+        set_field(self, "_path", _combined(self.paths or ()))
+        every = self.effect == "allow"
+        checks: list[Callable[[Action], bool]] = []
+        if self.tools is not None:
+            checks.append(_name_check(self.tools, lambda action: action.tool))
+        if self.environments is not None:
+            checks.append(_name_check(self.environments, lambda action: action.context.environment))
+        if self.actors is not None:
+            checks.append(_name_check(self.actors, lambda action: action.context.actor_id))
+        listed = self.side_effects
+        if listed is not None:
+            if every:
+                checks.append(lambda action: action.side_effects <= listed)
+            else:
+                checks.append(lambda action: not listed.isdisjoint(action.side_effects))
+        if self.paths is not None:
+            checks.append(self._every_path_matches if every else self._any_path_matches)
+        if self.arguments:
+            checks.append(self._arguments_match)
+        if self.arguments_json is not None:
+            checks.append(self._arguments_json_match)
+        set_field(self, "_checks", tuple(checks))
+        if self.effect == "deny":
+            set_field(self, "_verdict", Verdict.deny(self.reason, rule_ids=(self.rule_id,)))
+        elif self.effect == "require":
+            set_field(
+                self,
+                "_verdict",
+                Verdict.allow_with_obligations(
+                    self.obligations, self.reason, rule_ids=(self.rule_id,)
+                ),
+            )
 
     def matches(self, action: Action) -> bool:
         """Whether every condition of this rule holds for ``action``."""
-        if self.tools is not None and not self.tools(action.tool):
-            return False
-        context = action.context
-        if self.environments is not None and not self.environments(context.environment):
-            return False
-        if self.actors is not None and not self.actors(context.actor_id):
-            return False
-        every = self.effect == "allow"
-        if self.side_effects is not None:
-            if every:
-                if not action.side_effects <= self.side_effects:
-                    return False
-            elif self.side_effects.isdisjoint(action.side_effects):
-                return False
-        if self.paths is not None and not self._paths_match(action, every=every):
-            return False
-        if self.arguments and not self._arguments_match(action.arguments):
-            return False
-        if self.arguments_json is not None:
-            from jevqueue.canonical import canonical_json
+        return all(check(action) for check in self._checks)
 
-            text = canonical_json(action.arguments).decode("utf-8")
-            if self.arguments_json.search(text) is None:
-                return False
-        return True
+    def _any_path_matches(self, action: Action) -> bool:
+        return self._paths_match(action, every=False)
+
+    def _every_path_matches(self, action: Action) -> bool:
+        return self._paths_match(action, every=True)
+
+    def _arguments_json_match(self, action: Action) -> bool:
+        from jevqueue.canonical import canonical_json
+
+        pattern = self.arguments_json
+        text = canonical_json(action.arguments).decode("utf-8")
+        return pattern is not None and pattern.search(text) is not None
 
     def _paths_match(self, action: Action, *, every: bool) -> bool:
         glob = self._path
@@ -183,12 +217,16 @@ class PolicyFileRule:
             return True
         # A rule that objects also sees each target the way an alias-forgiving filesystem
         # would (``secrets./key`` is ``secrets/key`` on NTFS); an allow rule never does.
-        return any(
-            fullmatch("/".join(parts)) is not None
-            for _, parts in getattr(action, "folded_targets", ())
-        )
+        # The glob ignores case already, so only spellings that differ by more are retried.
+        seen = {path.casefold() for path in relative if path is not None}
+        for _, parts in getattr(action, "folded_targets", ()):
+            alias = "/".join(parts)
+            if alias not in seen and fullmatch(alias) is not None:
+                return True
+        return False
 
-    def _arguments_match(self, arguments: Mapping[str, Any]) -> bool:
+    def _arguments_match(self, action: Action) -> bool:
+        arguments = action.arguments
         for name, pattern in self.arguments:
             if name not in arguments:
                 return False
@@ -202,13 +240,13 @@ class PolicyFileRule:
         ``allow`` rules never return a verdict themselves: a file can only tighten the
         policy, and its allowlist is enforced by :class:`PolicyFileAllowlistRule`.
         """
-        if self.effect == "allow" or not self.matches(action):
+        verdict = self._verdict
+        if verdict is None:
             return None
-        if self.effect == "deny":
-            return Verdict.deny(self.reason, rule_ids=(self.rule_id,))
-        return Verdict.allow_with_obligations(
-            self.obligations, self.reason, rule_ids=(self.rule_id,)
-        )
+        for check in self._checks:
+            if not check(action):
+                return None
+        return verdict
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,8 @@ integration cannot keep into a stopped turn — it cannot turn it into the right
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 try:
     import langchain_core  # noqa: F401
     import langgraph  # noqa: F401
@@ -67,7 +69,6 @@ from jevqueue.plugins.langgraph.approval_request import (
     approval_request,
     read_approval_answer,
 )
-from jevqueue.plugins.langgraph.middleware import GovernorMiddleware, PolicyMiddleware
 from jevqueue.plugins.langgraph.model_node import (
     GovernedModelNode,
     governed_model_node,
@@ -80,6 +81,9 @@ from jevqueue.plugins.langgraph.tool_node import (
     policy_tool_node,
     tool_spec,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.plugins.langgraph.middleware import GovernorMiddleware, PolicyMiddleware
 
 __all__ = [
     "APPROVAL_REQUEST_KIND",
@@ -97,3 +101,14 @@ __all__ = [
     "read_approval_answer",
     "tool_spec",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The middleware imports langchain's agents; load it only when it is asked for.
+    if name in ("GovernorMiddleware", "PolicyMiddleware"):
+        from jevqueue.plugins.langgraph import middleware
+
+        value = getattr(middleware, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'jevqueue.plugins.langgraph' has no attribute {name!r}")

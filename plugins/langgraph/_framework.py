@@ -18,7 +18,7 @@ try:
         convert_to_openai_messages,
     )
     from langchain_core.outputs import ChatGeneration, ChatResult
-    from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+    from langchain_core.runnables import Runnable, RunnableConfig
     from langchain_core.tools import BaseTool
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.errors import GraphBubbleUp
@@ -50,7 +50,6 @@ __all__ = [
     "PrivateAttr",
     "Runnable",
     "RunnableConfig",
-    "RunnableLambda",
     "StateGraph",
     "SystemMessage",
     "ToolCallRequest",

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from jevqueue.context import ExecutionContext
+from jevqueue.decision import Decision
 from jevqueue.governor import Governor
 from jevqueue.plugins.langgraph._framework import (
     END,
@@ -36,6 +37,7 @@ def create_governed_agent(
     tool_choice: ToolChoice | None = None,
     on_disobey: OnDisobey = "raise",
     interrupted: Callable[[], bool] | None = None,
+    on_decision: Callable[[Decision], None] | None = None,
 ) -> Any:
     """A compiled LangGraph agent: ``START -> agent -> (tools -> agent)* -> END``.
 
@@ -57,6 +59,7 @@ def create_governed_agent(
         tool_choice: The integration's force / forbid mapping (picked from the model).
         on_disobey: ``"raise"`` or ``"message"``; see ``governed_model_node``.
         interrupted: Consulted after each decision, before the model call.
+        on_decision: Called with every model turn's decision record.
 
     Returns:
         The compiled graph. Run it with ``graph.invoke({"messages": [...]}, config)``;
@@ -74,6 +77,7 @@ def create_governed_agent(
             on_disobey=on_disobey,
             system_prompt=system_prompt,
             interrupted=interrupted,
+            on_decision=on_decision,
         ),
     )
     graph.add_node(

@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from jevqueue.decision import Decision
 from jevqueue.errors import ConfigurationError, ProviderDisobeyedError
 from jevqueue.governor import Governor
 from jevqueue.host import LOCAL_MODEL_ID
@@ -143,6 +144,7 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
         on_disobey: OnDisobey = "raise",
         system_prompt: str | None = None,
         interrupted: Callable[[], bool] | None = None,
+        on_decision: Callable[[Decision], None] | None = None,
         messages_key: str = "messages",
         name: str = "agent",
     ) -> None:
@@ -164,6 +166,7 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
         self.on_disobey: OnDisobey = on_disobey
         self.system_prompt = system_prompt
         self.interrupted = interrupted
+        self.on_decision = on_decision
         self.messages_key = messages_key
         self.tool_schemas = [convert_to_openai_tool(tool) for tool in self.tools]
         self._passthrough: Any = None
@@ -243,12 +246,18 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
         """The async form of :meth:`invoke`: the model is called with ``ainvoke``."""
         return await self._arun(input, config)
 
+    def _report(self) -> None:
+        if self.on_decision is not None and self.governor.last is not None:
+            self.on_decision(self.governor.last)
+
     def _run(self, state: Any, config: RunnableConfig | None) -> dict[str, list[Any]]:
         host = _TurnHost(self, self._conversation(state), config, asynchronous=False)
         try:
             return self._checked(self.governor.step(host))
         except ProviderDisobeyedError as error:
             return self._refused(error)
+        finally:
+            self._report()
 
     async def _arun(self, state: Any, config: RunnableConfig | None) -> dict[str, list[Any]]:
         host = _TurnHost(self, self._conversation(state), config, asynchronous=True)
@@ -256,6 +265,8 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
             return self._checked(await self.governor.astep(host))
         except ProviderDisobeyedError as error:
             return self._refused(error)
+        finally:
+            self._report()
 
 
 def governed_model_node(
@@ -267,6 +278,7 @@ def governed_model_node(
     on_disobey: OnDisobey = "raise",
     system_prompt: str | None = None,
     interrupted: Callable[[], bool] | None = None,
+    on_decision: Callable[[Decision], None] | None = None,
     messages_key: str = "messages",
     name: str = "agent",
 ) -> GovernedModelNode:
@@ -288,6 +300,9 @@ def governed_model_node(
         system_prompt: Prepended to the messages on every call, when given.
         interrupted: A callable consulted after the decision and before the model call;
             when it returns True the turn raises ``TurnInterruptedError``.
+        on_decision: Called with every turn's :class:`~jevqueue.decision.Decision` (the
+            same record as ``governor.last``), also when the turn failed: for logs and
+            metrics.
         messages_key: The state key holding the messages.
         name: The node's run name.
 
@@ -303,6 +318,7 @@ def governed_model_node(
         on_disobey=on_disobey,
         system_prompt=system_prompt,
         interrupted=interrupted,
+        on_decision=on_decision,
         messages_key=messages_key,
         name=name,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,9 +51,6 @@ class ScriptedCall:
     parallel_tool_calls: bool | None
     tools: tuple[str, ...]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-
-Step = AIMessage | str | Callable[[ScriptedCall], "AIMessage | str"]
 
 
 def scripted_tool_call(name: str, arguments: Mapping[str, Any], *, text: str = "") -> AIMessage:

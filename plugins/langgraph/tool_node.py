@@ -62,6 +62,8 @@ from jevqueue.verdict import Verdict, VerdictKind
 
 __all__ = ["CONTEXT_CONFIG_KEY", "PolicyToolNode", "policy_tool_node", "tool_spec"]
 
+_TOOLNODE_DEFAULT: Any = object()
+
 CONTEXT_CONFIG_KEY = "jevqueue_context"
 """``config["configurable"][CONTEXT_CONFIG_KEY]`` carries a run's execution context."""
 
@@ -162,7 +164,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         specs: Iterable[ToolSpec] = (),
         context: ExecutionContext | Mapping[str, Any] | None = None,
         messages_key: str = "messages",
-        handle_tool_errors: Any = True,
+        handle_tool_errors: Any = _TOOLNODE_DEFAULT,
         name: str = "tools",
     ) -> None:
         if not callable(getattr(pep, "enforce", None)) or not callable(
@@ -177,13 +179,16 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
             self.registry.register(spec, replace=True)
         self.context = None if context is None else ExecutionContext.coerce(context)
         self.messages_key = messages_key
+        options: dict[str, Any] = {}
+        if handle_tool_errors is not _TOOLNODE_DEFAULT:
+            options["handle_tool_errors"] = handle_tool_errors
         self.tool_node = ToolNode(
             tools,
             wrap_tool_call=self.wrap_tool_call,
             awrap_tool_call=self.awrap_tool_call,
-            handle_tool_errors=handle_tool_errors,
             messages_key=messages_key,
             name=name,
+            **options,
         )
         missing = [tool for tool in self.tool_node.tools_by_name if tool not in self.registry]
         if missing:
@@ -275,18 +280,23 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         else:
             records = pending.records
         try:
-            self.pep.enforce(action, records)
+            verdict = self.pep.enforce(action, records)
         except PolicyDeniedError as error:
+            judgement.verdict = error.verdict
             return (
                 f"Denied by policy: {_reasons(error.verdict)}. The call to {action.tool} was "
                 "not executed."
             )
         except UnfulfilledObligationError as error:
-            verdict = error.verdict
+            verdict = judgement.verdict = error.verdict
             return (
                 f"Not executed: {action.tool} needs {list(verdict.obligations)} and it was "
                 f"not fulfilled ({_reasons(verdict)}). Action {action.digest}."
             )
+        if not verdict.allowed:
+            # enforce() returns a REPAIR instead of raising: it still does not allow the call.
+            judgement.verdict = verdict
+            return f"Not executed as proposed ({_reasons(verdict)}); the call was not run."
         return None
 
     def _refusal_message(
@@ -424,7 +434,7 @@ def policy_tool_node(
     specs: Iterable[ToolSpec] = (),
     context: ExecutionContext | Mapping[str, Any] | None = None,
     messages_key: str = "messages",
-    handle_tool_errors: Any = True,
+    handle_tool_errors: Any = _TOOLNODE_DEFAULT,
     name: str = "tools",
 ) -> PolicyToolNode:
     """Build the policy-enforcing tool node.
@@ -437,8 +447,8 @@ def policy_tool_node(
         context: The default execution context; a run's
             ``config["configurable"]["jevqueue_context"]`` overrides it.
         messages_key: The state key holding the messages.
-        handle_tool_errors: Passed to the inner ``ToolNode`` (a tool's own exception
-            becomes an error ``ToolMessage``).
+        handle_tool_errors: Passed to the inner ``ToolNode`` when given (how a tool's own
+            exception is handled); LangGraph's default otherwise.
         name: The node's run name.
 
     Raises:

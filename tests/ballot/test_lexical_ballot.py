@@ -145,6 +145,38 @@ def test_only_the_newest_user_message_is_the_request() -> None:
     assert scores["send_email"] == 0.0
 
 
+def test_a_follow_up_that_takes_up_an_earlier_request_is_not_taken_for_prose() -> None:
+    history = [
+        {"role": "user", "content": "Please read the file notes.txt"},
+        {"role": "assistant", "content": "It says: buy milk."},
+    ]
+    follow_up = [*history, {"role": "user", "content": "Now the one in notes.txt, please"}]
+    off_topic = [*history, {"role": "user", "content": "Thanks! Tabs or spaces, which is best?"}]
+    governor = Governor(LexicalBallot(), thresholds=Thresholds(0.74, 0.01, floor=0.001))
+
+    lifted = LexicalBallot().score(follow_up, TOOLS)
+
+    assert next(iter(lifted)) == "read_file"
+    assert 0.001 <= lifted["read_file"] <= 0.05
+    assert governor.decide(follow_up, TOOLS).path is Path.DELEGATE
+    # A message that shares no word with the earlier requests opens a new topic.
+    assert set(LexicalBallot().score(off_topic, TOOLS).values()) == {0.0}
+    assert governor.decide(off_topic, TOOLS).path is Path.PROSE
+
+
+@pytest.mark.parametrize(("fillers", "lifted"), [(2, True), (3, False)])
+def test_only_the_three_latest_earlier_requests_are_context(fillers: int, lifted: bool) -> None:
+    messages = [
+        {"role": "user", "content": "Read the file notes.txt"},
+        *[{"role": "user", "content": "Thanks, the notes look good."}] * fillers,
+        {"role": "user", "content": "Now the one in notes.txt"},
+    ]
+
+    score = LexicalBallot().score(messages, TOOLS)["read_file"]
+
+    assert (score > 0.0) is lifted
+
+
 def test_without_a_user_message_every_tool_scores_zero() -> None:
     messages = [{"role": "system", "content": "read the file and send an email"}]
 

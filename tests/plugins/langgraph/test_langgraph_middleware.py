@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -14,7 +15,7 @@ from jevqueue.errors import ProviderDisobeyedError
 from jevqueue.plugins.langgraph import GovernorMiddleware, PolicyMiddleware
 from jevqueue.plugins.langgraph.testing import ScriptedChatModel, scripted_tool_call
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from langgraph_support import Policy, Toolbox, fixed_governor
@@ -78,3 +79,47 @@ def test_denial_and_approval_through_middleware(toolbox: Toolbox, policy: Policy
     assert toolbox.runs == [("run_command", COMMAND)]
     assert done["messages"][-1].content == "Tests pass."
     model.assert_complete()
+
+
+def test_async_middleware_forces_and_judges(toolbox: Toolbox, policy: Policy) -> None:
+    model = ScriptedChatModel(
+        steps=[scripted_tool_call("read_file", {"path": "/etc/passwd"}), "Not allowed."]
+    )
+    app = governed(model, toolbox, policy, read_file=0.95, write_file=0.1, run_command=0.1)
+    result = asyncio.run(
+        app.ainvoke(
+            {"messages": [HumanMessage("Show /etc/passwd")]}, {"configurable": {"thread_id": "a"}}
+        )
+    )
+    assert model.calls[0].tool_choice == "read_file"
+    denial = next(m for m in result["messages"] if isinstance(m, ToolMessage))
+    assert denial.status == "error" and toolbox.runs == []
+
+
+def test_two_waiting_calls_resume_by_interrupt_id(toolbox: Toolbox, policy: Policy) -> None:
+    other = {"command": "make lint", "cwd": "."}
+    both = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "run_command", "args": COMMAND, "id": "c1", "type": "tool_call"},
+            {"name": "run_command", "args": other, "id": "c2", "type": "tool_call"},
+        ],
+    )
+    model = ScriptedChatModel(steps=[both, "Tests ran; lint was declined."])
+    app = governed(model, toolbox, policy, read_file=0.3, write_file=0.3, run_command=0.3)
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    paused = app.invoke({"messages": [HumanMessage("test and lint")]}, config)
+    waiting = paused["__interrupt__"]
+    assert len(waiting) == 2 and toolbox.runs == []
+    answers = {}
+    for interrupt in waiting:
+        (action,) = interrupt.value["actions"]
+        if action["tool_call_id"] == "c1":
+            answers[interrupt.id] = policy.authority.issue(action["action_digest"])
+        else:
+            answers[interrupt.id] = False  # the lint run is declined
+    done = app.invoke(Command(resume=answers), config)
+    assert toolbox.runs == [("run_command", COMMAND)]
+    replies = {m.tool_call_id: m for m in done["messages"] if isinstance(m, ToolMessage)}
+    assert replies["c1"].status == "success" and replies["c2"].status == "error"
+    assert done["messages"][-1].content == "Tests ran; lint was declined."

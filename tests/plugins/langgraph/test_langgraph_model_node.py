@@ -54,8 +54,10 @@ def test_a_forced_turn_binds_the_tool_for_that_turn_only(toolbox: Toolbox, polic
     model = ScriptedChatModel(
         steps=[scripted_tool_call("read_file", {"path": "notes.txt"}), "Here it is."]
     )
-    app = agent(model, toolbox, policy, fixed_governor(**FORCE_READ))
+    decisions: list[Any] = []
+    app = agent(model, toolbox, policy, fixed_governor(**FORCE_READ), on_decision=decisions.append)
     result = run(app)
+    assert [d.path for d in decisions] == [Path.TOOL, Path.DELEGATE]
     model.assert_complete()
     forced, after = model.calls
     assert forced.tool_choice == "read_file" and forced.parallel_tool_calls is False

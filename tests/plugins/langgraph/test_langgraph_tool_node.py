@@ -295,3 +295,13 @@ def test_tool_spec_takes_name_and_schema_from_the_tool(toolbox: Toolbox) -> None
     assert spec.name == "read_file"
     assert spec.required_path_fields == ("path",)
     assert spec.schema is not None and "path" in spec.schema["properties"]
+
+
+def test_an_unreadable_answer_declines_and_says_why(toolbox: Toolbox, policy: Policy) -> None:
+    app = tool_graph(toolbox, policy)
+    config = thread()
+    app.invoke({"messages": [HumanMessage("go"), proposal(("run_command", COMMAND))]}, config)
+    done = app.invoke(Command(resume="yes please"), config)
+    (answer,) = answers(done).values()
+    assert toolbox.runs == []
+    assert answer.status == "error" and "could not be read" in answer.content
