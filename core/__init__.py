@@ -17,17 +17,23 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.action import Action
     from jevqueue.approvals import ApprovalRecord
     from jevqueue.ballot import Ballot
+    from jevqueue.canonical import canonical_json
     from jevqueue.context import ExecutionContext
     from jevqueue.decision import Decision
+    from jevqueue.default_rules import default_rules
     from jevqueue.errors import (
         ConfigurationError,
         ControlSignal,
+        DecisionError,
         JevError,
         JevRuntimeError,
         PolicyDeniedError,
         ProviderDisobeyedError,
+        ProviderHTTPError,
+        TurnInterruptedError,
         UnfulfilledObligationError,
         UsageError,
     )
@@ -35,8 +41,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.host import LOCAL_MODEL_ID, Host
     from jevqueue.lexical_ballot import LexicalBallot
     from jevqueue.path import Path
-    from jevqueue.pdp import create_default_policy_decision_point
+    from jevqueue.pdp import (
+        PolicyDecisionPoint,
+        RuleBasedPolicyDecisionPoint,
+        create_default_policy_decision_point,
+    )
     from jevqueue.pep import PolicyEnforcementPoint
+    from jevqueue.registry import (
+        ToolRegistry,
+        ToolSpec,
+        antigravity_registry,
+        generic_registry,
+    )
+    from jevqueue.rule import FunctionRule, Rule
     from jevqueue.thresholds import Thresholds
     from jevqueue.verdict import Verdict, VerdictKind
 
@@ -84,7 +101,45 @@ _EXPORTS: dict[str, str] = {
     "UnfulfilledObligationError": "jevqueue.errors",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "LOCAL_MODEL_ID",
+    "Action",
+    "ApprovalRecord",
+    "Ballot",
+    "ConfigurationError",
+    "ControlSignal",
+    "Decision",
+    "DecisionError",
+    "ExecutionContext",
+    "FunctionRule",
+    "Governor",
+    "Host",
+    "JevError",
+    "JevRuntimeError",
+    "LexicalBallot",
+    "Path",
+    "PolicyDecisionPoint",
+    "PolicyDeniedError",
+    "PolicyEnforcementPoint",
+    "ProviderDisobeyedError",
+    "ProviderHTTPError",
+    "Rule",
+    "RuleBasedPolicyDecisionPoint",
+    "Thresholds",
+    "ToolRegistry",
+    "ToolSpec",
+    "TurnInterruptedError",
+    "UnfulfilledObligationError",
+    "UsageError",
+    "Verdict",
+    "VerdictKind",
+    "__version__",
+    "antigravity_registry",
+    "canonical_json",
+    "create_default_policy_decision_point",
+    "default_rules",
+    "generic_registry",
+]
 
 
 def __getattr__(name: str) -> Any:

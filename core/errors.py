@@ -4,7 +4,7 @@
 
     JevError
     ├── UsageError                     misuse: bad configuration or bad input, fix the caller
-    │   ├── ConfigurationError         a Governor, PEP, sink or plugin built with impossible settings
+    │   ├── ConfigurationError         a Governor, PEP, sink or plugin given impossible settings
     │   ├── InvalidToolSchemaError     a tool schema in neither accepted shape
     │   ├── InvalidContextError        an ExecutionContext field missing, empty or ambient (.field)
     │   ├── NonCanonicalArgumentsError tool arguments that are not canonical JSON (.path)
@@ -44,9 +44,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.verdict import Verdict
 
 __all__ = [
+    "ApprovalRequiredError",
     "ArgumentsTooDeepError",
     "ArgumentsTooLargeError",
-    "ApprovalRequiredError",
     "AuditIntegrityError",
     "AuditReadError",
     "AuditWriteError",
@@ -54,15 +54,14 @@ __all__ = [
     "ControlSignal",
     "CyclicArgumentsError",
     "DecisionError",
-    "TurnInterruptedError",
     "IntegerOutOfRangeError",
     "InvalidApprovalError",
     "InvalidContextError",
     "InvalidToolArgumentsError",
     "InvalidToolSchemaError",
-    "NetworkAccessError",
     "JevError",
     "JevRuntimeError",
+    "NetworkAccessError",
     "NonCanonicalArgumentsError",
     "NonFiniteNumberError",
     "NonStringKeyError",
@@ -70,6 +69,7 @@ __all__ = [
     "PolicyFileError",
     "ProviderDisobeyedError",
     "ProviderHTTPError",
+    "TurnInterruptedError",
     "UnfulfilledObligationError",
     "UnregisteredToolError",
     "UnsupportedTypeError",

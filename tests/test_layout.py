@@ -1,4 +1,4 @@
-"""The promises the package layout makes: a framework-free core, honest plugins, a pinned surface."""
+"""The promises the layout makes: a framework-free core, honest plugins, a pinned surface."""
 
 from __future__ import annotations
 
@@ -119,3 +119,9 @@ def test_importing_jevqueue_is_cheap() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", f"`import jevqueue` pulled in {out.stdout.strip()}"
+
+
+def test_all_lists_exactly_the_lazy_exports() -> None:
+    import jevqueue
+
+    assert jevqueue.__all__ == sorted([*jevqueue._EXPORTS, "__version__"])

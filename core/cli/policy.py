@@ -75,9 +75,9 @@ def explain(
 ) -> None:
     """Show the verdict the default policy plus FILES gives one tool call.
 
-    Nothing runs and nothing is audited. Exits 0 whatever the verdict, 1 when the call
-    is refused before evaluation (unregistered tool, bad context or arguments), 2 on
-    usage mistakes.
+    Nothing runs and nothing is audited. Exits 0 whatever the verdict; 1 when a policy
+    file has a mistake or the call is refused before evaluation (unregistered tool, bad
+    context or arguments); 2 on usage mistakes.
     """
     from jevqueue.action import Action
     from jevqueue.errors import JevError, PolicyFileError
