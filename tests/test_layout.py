@@ -124,4 +124,5 @@ def test_importing_jevqueue_is_cheap() -> None:
 def test_all_lists_exactly_the_lazy_exports() -> None:
     import jevqueue
 
-    assert jevqueue.__all__ == sorted([*jevqueue._EXPORTS, "__version__"])
+    assert len(set(jevqueue.__all__)) == len(jevqueue.__all__)
+    assert set(jevqueue.__all__) == {*jevqueue._EXPORTS, "__version__"}
