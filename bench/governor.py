@@ -8,12 +8,19 @@
    request. Two ways a host can hand over its tools are timed: the *same list* every turn,
    and a list *rebuilt* every turn with equal content (new dicts, as a host that
    serialises its tools each turn would), which the ballot must recognise by content.
-2. The ratio of a governed step (``Governor.step`` on a
-   :class:`~jevqueue.testing.ScriptedHost`: decide, ``interrupted()``, a forced
+2. The ratio of a governed step (``Governor.step``: decide, ``interrupted()``, the path's
    ``generate``, the read-back) to an ungoverned ``host.generate(force_tool=None,
-   directive="")`` on an identical host, with a provider that takes exactly 1 ms (a busy
-   wait). The two are measured in the same run, interleaved call by call, so machine
-   noise hits both alike; the target is a ratio of at most 1.10.
+   directive="")`` — the passthrough an agent makes without jevqueue — on one
+   :class:`~jevqueue.testing.ScriptedHost` with 30 tools. Both arms call the same host
+   object with the same conversation, pair by pair, and its provider takes 1 ms (a busy
+   wait, which ends at the same wall-clock deadline whatever the scheduler does) and
+   answers with a body built before timing starts, so neither arm pays for building one.
+   The arms are interleaved call by call, alternating which goes first, so machine noise
+   hits both alike; the comparison is repeated ``--runs`` times and the run with the
+   median ratio is shown, with every run's ratio. Three cases: the lexical ballot with the
+   same request every turn (the steps of an agent loop re-read the same user message), the
+   lexical ballot with a new request every turn (8 in rotation), and a ballot that costs
+   nothing (the governor's own work). The target is a ratio of at most 1.10.
 
 The garbage collector is paused while timing, as ``timeit`` does: the recording host keeps
 every call it saw, and a full collection over that growing record would be charged to
@@ -21,8 +28,9 @@ whichever call happened to trigger it.
 
 Run::
 
-    .venv/bin/python bench/governor.py           # full run
-    .venv/bin/python bench/governor.py --quick   # a short run
+    .venv/bin/python bench/governor.py               # full run
+    .venv/bin/python bench/governor.py --quick       # a short run
+    .venv/bin/python bench/governor.py --step-only   # only the governed-step comparison
 """
 
 from __future__ import annotations
@@ -263,9 +271,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{MODEL_SECONDS * 1e3:g} ms model, {step_iterations} interleaved pairs, "
         f"{args.runs} run(s) each, microseconds (the median run by ratio)"
     )
+    width = max(20, 6 * args.runs + 2)
     print(
         f"{'ballot':<16}{'requests':<11}{'governed':>10}{'p99':>8}{'plain':>9}{'p99':>8}"
-        f"{'ratio':>8}  {'ratios of the runs':<26}paths"
+        f"{'ratio':>8}  {'ratios of the runs':<{width}}paths"
     )
     cases: list[tuple[str, str, Ballot, list[str]]] = [
         ("LexicalBallot", "same", LexicalBallot(), [forced[0]]),
@@ -292,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{label:<16}{kind:<11}{result['governed']:>10.1f}{result['governed_p99']:>8.0f}"
             f"{result['plain']:>9.1f}{result['plain_p99']:>8.0f}{result['ratio']:>8.3f}"
-            f"  {spread:<26}{paths}"
+            f"  {spread:<{width}}{paths}"
         )
     print(
         "ratio = median governed step / median plain generate; target <= 1.10. 'same': one "

@@ -16,13 +16,19 @@ governor's thresholds mean the same with one tool as with a hundred:
   BM25-style by how often and where (name over description over parameters), so that any
   shared word lifts a score above 0 and a tool that shares none scores exactly 0.
 
+Earlier user messages count a little: when the newest message takes up a word of the (up
+to three) user messages before it, the tools those speak to are lifted to at most 0.05, so
+that a terse follow-up is not taken for a request no tool fits. Only the newest message
+can make a tool confidently best.
+
 Two tools that both fit score alike, so their lead is small and the governor asks rather
 than forces. The choice of this score, and the default thresholds, were measured on public
 function-calling data: see ``bench/routing.py`` and ``docs/benchmarks.md``.
 
 The index of a toolset is cached by content: a toolset equal to a recent one (the same
 list, or one rebuilt with equal content) is recognised by one comparison, and any change —
-a description, a parameter — rebuilds the index.
+a description, a parameter — rebuilds the index. The latest result is kept too: the steps
+of an agent loop score the same request against the same toolset after every tool result.
 """
 
 from __future__ import annotations
@@ -290,6 +296,11 @@ class LexicalBallot:
 
     A request with no content words, or no user message, scores 0 for every tool.
 
+    A request that takes up a word of the (up to three) user messages before it is a
+    follow-up: each tool those messages speak to scores at least its share of them, scaled
+    to at most ``0.05`` — enough to keep the follow-up out of ``prose`` under a raised
+    floor, far too little to force a tool.
+
     Example:
         >>> ballot = LexicalBallot()
         >>> tools = [{"name": "read_file", "description": "Read a text file."}]
@@ -306,6 +317,14 @@ class LexicalBallot:
         self._recent: tuple[tuple[list[Any], _Index], ...] = ()
         self._last_query: tuple[str, tuple[str, ...]] = ("", ())
         self._last_context: tuple[tuple[str, ...], frozenset[str]] = ((), frozenset())
+        # The latest result, by index, request and context: an agent loop scores the same
+        # request against the same toolset again after every tool result.
+        self._last_result: tuple[_Index | None, str, tuple[str, ...], dict[str, float]] = (
+            None,
+            "",
+            (),
+            {},
+        )
         # One ballot may serve concurrent turns: the caches change only under this lock,
         # and the lock-free reads see whole tuples.
         self._lock = threading.Lock()
@@ -398,14 +417,16 @@ class LexicalBallot:
             InvalidToolSchemaError: A tool is in neither OpenAI shape, or two tools share
                 a name.
         """
-        return self._ranked(messages, tools)[1]
+        return dict(self._ranked(messages, tools)[1])
 
     def _ranked(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> tuple[tuple[str, ...], dict[str, float]]:
-        """The toolset's names in order, and :meth:`score`'s result: a new dict holding
-        every one of them, highest first, each a float in [0, 1]. The governor relies on
-        that and skips checking it again.
+        """The toolset's names in order, and :meth:`score`'s result: a dict holding every
+        one of them, highest first, each a float in [0, 1]. The governor relies on that and
+        skips checking it again. The dict is shared with later calls that score the same
+        request against the same toolset (the steps of an agent loop after each tool
+        result): read it, never change it.
 
         Raises:
             InvalidToolSchemaError: See :meth:`score`.
@@ -415,6 +436,9 @@ class LexicalBallot:
         if not names:
             return names, {}
         newest, earlier = _user_texts(messages)
+        last_index, last_newest, last_earlier, last_result = self._last_result
+        if last_index is index and last_newest == newest and last_earlier == earlier:
+            return names, last_result
         # position -> [request side, name share, name+description share]
         touched: dict[int, list[float]] = {}
         total = 0.0
@@ -450,12 +474,14 @@ class LexicalBallot:
             if not context.isdisjoint(self._query_terms(newest)):
                 self._context_lift(context, index, values)
         if not values:
-            return names, dict.fromkeys(names, 0.0)
-        scores = {names[position]: values[position] for position in sorted(values)}
-        # sorted() is stable: tied tools keep their toolset order.
-        result = dict(sorted(scores.items(), key=_by_score, reverse=True))
-        if len(result) < len(names):
-            for name in names:
-                if name not in result:
-                    result[name] = 0.0
+            result = dict.fromkeys(names, 0.0)
+        else:
+            scores = {names[position]: values[position] for position in sorted(values)}
+            # sorted() is stable: tied tools keep their toolset order.
+            result = dict(sorted(scores.items(), key=_by_score, reverse=True))
+            if len(result) < len(names):
+                for name in names:
+                    if name not in result:
+                        result[name] = 0.0
+        self._last_result = (index, newest, earlier, result)
         return names, result

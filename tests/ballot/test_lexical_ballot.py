@@ -323,3 +323,59 @@ def test_one_ballot_serves_concurrent_turns_over_changing_toolsets() -> None:
         thread.join()
 
     assert failures == []
+
+
+def test_changing_a_returned_result_does_not_change_the_next_one() -> None:
+    ballot = LexicalBallot()
+    request = _user("What is the weather forecast for Paris?")
+    first = ballot.score(request, TOOLS)
+    expected = dict(first)
+
+    first["get_weather"] = 0.0  # type: ignore[index]
+
+    assert ballot.score(request, TOOLS) == expected
+
+
+class _CheckedLexicalBallot(LexicalBallot):
+    """The same scores, but a subclass: the governor checks its toolset and scores itself."""
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [
+        TOOLS,
+        [_nested(tool) for tool in TOOLS],
+        [],
+        [{"description": "no name"}],
+        [TOOLS[2], copy.deepcopy(TOOLS[2])],
+        [TOOLS[0], "read_file"],
+        [{"type": "retrieval", "function": {"name": "x"}}],
+        [{"name": "x", "description": 3}],
+    ],
+)
+@pytest.mark.parametrize("on_error", ["delegate", "raise"])
+def test_the_default_ballot_decides_exactly_as_the_checked_path(
+    tools: list[Any], on_error: Any
+) -> None:
+    request = [
+        {"role": "user", "content": "Send an email to Bob"},
+        {"role": "assistant", "content": "Sent."},
+        {"role": "user", "content": "Now read the email file notes.txt"},
+    ]
+
+    def outcome(ballot: LexicalBallot) -> tuple[Any, ...]:
+        governor = Governor(ballot, on_error=on_error)
+        try:
+            decision = governor.decide(request, tools)
+        except Exception as exc:  # the same error, with the same message
+            return (type(exc), str(exc))
+        return (
+            decision.path,
+            decision.tool,
+            list(decision.scores.items()),
+            decision.directive,
+            decision.reason,
+            decision.error,
+        )
+
+    assert outcome(LexicalBallot()) == outcome(_CheckedLexicalBallot())
