@@ -19,6 +19,7 @@ try:
     )
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.runnables import Runnable, RunnableConfig
+    from langchain_core.runnables.config import var_child_runnable_config
     from langchain_core.tools import BaseTool
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.errors import GraphBubbleUp
@@ -59,4 +60,5 @@ __all__ = [
     "convert_to_openai_tool",
     "interrupt",
     "tools_condition",
+    "var_child_runnable_config",
 ]

@@ -32,10 +32,9 @@ from jevqueue.plugins.langgraph._framework import (
     AIMessage,
     HumanMessage,
     SystemMessage,
-    convert_to_openai_messages,
-    convert_to_openai_tool,
 )
 from jevqueue.plugins.langgraph.model_node import OnDisobey, local_message
+from jevqueue.plugins.langgraph.openai_forms import MessageForms, ToolForms
 from jevqueue.plugins.langgraph.tool_choice import ToolChoice
 from jevqueue.plugins.langgraph.tool_node import PolicyToolNode
 from jevqueue.registry import ToolRegistry, ToolSpec
@@ -77,12 +76,12 @@ class _RequestHost:
         self._choice = owner.tool_choice or ToolChoice.for_model(request.model)
 
     def tools(self) -> list[dict[str, Any]]:
-        return [convert_to_openai_tool(tool) for tool in self._request.tools]
+        return self._owner._tool_forms.convert(self._request.tools)
 
     def messages(self) -> list[dict[str, Any]]:
         request = self._request
         system = [request.system_message] if request.system_message is not None else []
-        return convert_to_openai_messages([*system, *request.messages])  # type: ignore[no-any-return]
+        return self._owner._message_forms.convert([*system, *request.messages])
 
     def generate(self, *, force_tool: str | None, directive: str) -> Any:
         request = self._request
@@ -143,6 +142,8 @@ class GovernorMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.tool_choice = tool_choice
         self.on_disobey = on_disobey
         self.interrupted = interrupted
+        self._tool_forms = ToolForms()
+        self._message_forms = MessageForms()
 
     def _refused(self, error: ProviderDisobeyedError) -> Any:
         if self.on_disobey == "raise":

@@ -18,14 +18,17 @@ from jevqueue.plugins.langgraph._framework import (
     Runnable,
     RunnableConfig,
     SystemMessage,
-    convert_to_openai_messages,
     convert_to_openai_tool,
+    var_child_runnable_config,
 )
+from jevqueue.plugins.langgraph.openai_forms import MessageForms
 from jevqueue.plugins.langgraph.tool_choice import ToolChoice
 
 __all__ = ["GovernedModelNode", "governed_model_node", "local_message"]
 
 OnDisobey = Literal["raise", "message"]
+
+_DIRECTIVE_CACHE_SIZE = 64
 
 
 def local_message(
@@ -85,7 +88,7 @@ class _TurnHost:
         return self._node.tool_schemas
 
     def messages(self) -> list[dict[str, Any]]:
-        return convert_to_openai_messages(self._messages)  # type: ignore[no-any-return]
+        return self._node._message_forms.convert(self._messages)
 
     def generate(self, *, force_tool: str | None, directive: str) -> Any:
         node = self._node
@@ -98,11 +101,15 @@ class _TurnHost:
         messages = self._messages
         if directive:
             # A new list: the caller's messages keep their identity (prompt-cache prefix).
-            role = SystemMessage if node.tool_choice.directive_role == "system" else HumanMessage
-            messages = [*messages, role(content=directive)]
+            messages = [*messages, node._directive_message(directive)]
+        config = self._config
+        if config is not None and var_child_runnable_config.get() is config:
+            # The run already carries this very config as its ambient one: passing it again
+            # would only make LangChain merge it with itself.
+            config = None
         if self._asynchronous:
-            return runnable.ainvoke(messages, self._config)
-        return runnable.invoke(messages, self._config)
+            return runnable.ainvoke(messages, config)
+        return runnable.invoke(messages, config)
 
     def called_tools(self, response: Any) -> list[str]:
         return _called(response)
@@ -169,6 +176,9 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
         self.on_decision = on_decision
         self.messages_key = messages_key
         self.tool_schemas = [convert_to_openai_tool(tool) for tool in self.tools]
+        self._message_forms = MessageForms()
+        self._system_message: SystemMessage | None = None
+        self._directives: dict[tuple[str, str], BaseMessage] = {}
         self._passthrough: Any = None
         self._forbidding: Any = None
         self._forcing: dict[str, Any] = {}
@@ -196,6 +206,27 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
             self._forcing[tool_name] = bound
         return bound
 
+    def _directive_message(self, directive: str) -> BaseMessage:
+        """The message that carries ``directive`` to the model, in the integration's role."""
+        role = self.tool_choice.directive_role
+        key = (role, directive)
+        message = self._directives.get(key)
+        # Reused while nothing has altered it; the governor's directives are few and fixed.
+        if (
+            message is None
+            or message.content != directive
+            or message.id is not None
+            or message.name is not None
+            or message.additional_kwargs
+            or message.response_metadata
+        ):
+            kind = SystemMessage if role == "system" else HumanMessage
+            message = kind(content=directive)
+            if len(self._directives) >= _DIRECTIVE_CACHE_SIZE:
+                self._directives.clear()
+            self._directives[key] = message
+        return message
+
     # --- the node --------------------------------------------------------------------
 
     def _conversation(self, state: Any) -> list[BaseMessage]:
@@ -208,8 +239,13 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
                 f"the governed model node reads state[{self.messages_key!r}] as a list of "
                 f"messages; got {type(messages).__name__}"
             )
-        if self.system_prompt:
-            return [SystemMessage(content=self.system_prompt), *messages]
+        prompt = self.system_prompt
+        if prompt:
+            system = self._system_message
+            if system is None or system.content != prompt:
+                # Built once, so its OpenAI form is converted once too.
+                system = self._system_message = SystemMessage(content=prompt)
+            return [system, *messages]
         return messages
 
     def _checked(self, response: Any) -> dict[str, list[Any]]:

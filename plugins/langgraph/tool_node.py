@@ -30,7 +30,7 @@ import contextvars
 import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from jevqueue.action import Action
@@ -118,7 +118,20 @@ class _Judgement:
     verdict: Verdict | None = None
     refusal: str | None = None
     approval: PendingApproval | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# Immutable values: a dict holding only these is snapshotted by a shallow copy.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _snapshot(arguments: Any) -> Any:
+    """A private copy of a call's arguments, as ``copy.deepcopy`` would make it."""
+    if type(arguments) is dict:
+        for value in arguments.values():
+            if type(value) not in _SCALARS:
+                return copy.deepcopy(arguments)
+        return dict(arguments)
+    return copy.deepcopy(arguments)
 
 
 _PLANS: contextvars.ContextVar[dict[str, _Judgement] | None] = contextvars.ContextVar(
@@ -226,13 +239,12 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
     def _judge(self, call: Mapping[str, Any], context: ExecutionContext) -> _Judgement:
         """Build and evaluate one call (audited); no effect."""
         name = str(call.get("name"))
-        arguments = call.get("args") or {}
         # A snapshot of what was judged: the call runs only while its arguments still equal it.
-        judgement = _Judgement(
-            call_id=str(call.get("id")), tool=name, arguments=copy.deepcopy(arguments)
-        )
+        # The action is built from the snapshot too (Action.build keeps a copy of its own).
+        arguments = _snapshot(call.get("args") or {})
+        judgement = _Judgement(call_id=str(call.get("id")), tool=name, arguments=arguments)
         try:
-            judgement.action = Action.build(self.registry, name, copy.deepcopy(arguments), context)
+            judgement.action = Action.build(self.registry, name, arguments, context)
         except UsageError as error:
             audit_rejection = getattr(self.pep, "audit_rejection", None)
             if callable(audit_rejection):
