@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-from jevqueue.canonical import canonical_json, encode_json_string
+from jevqueue.canonical import canonical_arguments, encode_json_string
 from jevqueue.context import ExecutionContext
 from jevqueue.errors import InvalidToolArgumentsError, UnsupportedTypeError
 from jevqueue.registry import ToolRegistry, ToolSpec
@@ -45,6 +45,9 @@ __all__ = ["Action", "resolve_path"]
 
 def _workspace_root(workspace: str) -> tuple[str, bool]:
     """Return the workspace as it will be compared, and whether it exists on disk."""
+    # access() answers "does not exist" without raising; it fails whenever stat() would.
+    if not _exists(workspace):
+        return workspace, False
     try:
         mode = os.stat(workspace).st_mode
     except (OSError, ValueError):
@@ -52,6 +55,17 @@ def _workspace_root(workspace: str) -> tuple[str, bool]:
     if stat.S_ISDIR(mode):
         return os.path.realpath(workspace), True
     return workspace, False
+
+
+if os.access in os.supports_effective_ids:
+
+    def _exists(path: str) -> bool:
+        return os.access(path, os.F_OK, effective_ids=True)
+
+else:  # pragma: no cover - platforms without faccessat(AT_EACCESS)
+
+    def _exists(path: str) -> bool:
+        return True
 
 
 def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
@@ -70,6 +84,8 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
     joined = value if value.startswith("/") else workspace_root + "/" + value
     if on_disk:
         return os.path.realpath(joined)
+    if "//" not in joined and "/." not in joined and joined[-1] != "/":
+        return joined  # no empty, "." or ".." segment: already normal
     normal = posixpath.normpath(joined)
     # POSIX keeps a leading "//"; one slash is the same directory on every system we serve.
     return "/" + normal.lstrip("/")
@@ -103,9 +119,9 @@ def _fold(component: str) -> str:
     return _SHORT_NAMES.get(folded, folded)
 
 
-# The rare path that needs _fold per component: non-ASCII, a stream or short-name marker,
-# or a component ending in a dot or a space.
-_NEEDS_FOLD = re.compile(r"[^\x00-\x7f]|[:~]|[. ](?:/|$)")
+# A relative target needs _fold per component only when it is non-ASCII, holds a stream or
+# short-name marker (":", "~"), or has a component ending in a dot or a space.
+_DOT_SPACE = (".", " ")
 
 
 def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> str | None:
@@ -207,38 +223,48 @@ class Action:
             InvalidToolArgumentsError: a path field is missing, not a string, empty or
                 holds a NUL byte, or the arguments break the tool's schema.
         """
-        ctx = ExecutionContext.coerce(context)
+        ctx = context if type(context) is ExecutionContext else ExecutionContext.coerce(context)
         spec = registry.get(tool_name)
         if type(arguments) is not dict:
             raise UnsupportedTypeError(
                 "",
                 f"tool arguments must be a dict, not {type(arguments).__name__}",
             )
-        encoded_arguments = canonical_json(arguments)
-        if spec.validator is not None:
+        encoded_arguments, flat = canonical_arguments(arguments)
+        if spec._validator is not None:
             _schema_error(spec, arguments)
         # Rules get their own copy, so nothing they do can change what the caller runs.
         # Scalars are immutable: one level of copying suffices for a flat dict; nested
         # arguments are rebuilt from their canonical form (an equal, independent tree).
-        for value in arguments.values():
-            kind = type(value)
-            if kind is dict or kind is list:
-                private: dict[str, Any] = json.loads(encoded_arguments)
-                break
-        else:
+        private: dict[str, Any]
+        if flat:
             private = dict(arguments)
+        else:
+            for value in arguments.values():
+                kind = type(value)
+                if kind is dict or kind is list:
+                    private = json.loads(encoded_arguments)
+                    break
+            else:
+                private = dict(arguments)
 
         root, on_disk = _workspace_root(ctx.workspace)
         targets: list[str] = []
         fields: list[str] = []
         for name in spec.path_fields:
-            value = _path_argument(spec, arguments, name)
-            if value is not None:
-                targets.append(resolve_path(value, root, on_disk=on_disk))
-                fields.append(name)
+            value = arguments.get(name)
+            if type(value) is not str or not value or "\x00" in value:
+                value = _path_argument(spec, arguments, name)
+                if value is None:
+                    continue
+            targets.append(resolve_path(value, root, on_disk=on_disk))
+            fields.append(name)
         cwd: str | None = None
-        if spec.cwd_field is not None:
-            value = _path_argument(spec, arguments, spec.cwd_field)
+        cwd_field = spec.cwd_field
+        if cwd_field is not None:
+            value = arguments.get(cwd_field)
+            if type(value) is not str or not value or "\x00" in value:
+                value = _path_argument(spec, arguments, cwd_field)
             if value is not None:
                 cwd = resolve_path(value, root, on_disk=on_disk)
 
@@ -246,24 +272,27 @@ class Action:
         # so the canonical document is assembled from canonical pieces: the arguments, the
         # context's cached bytes, and strings quoted exactly as RFC 8785 quotes them (a
         # test checks the digest against rfc8785.dumps of digest_document()).
-        quoted = ",".join([encode_json_string(target) for target in targets])
-        if spec.cwd_field is None:
-            middle = ',"side_effects":'
-        elif cwd is None:
-            middle = ',"cwd":null,"side_effects":'
+        effects_json, tool_json = spec._digest_parts
+        if len(targets) == 1:
+            quoted = encode_json_string(targets[0])
         else:
-            middle = ',"cwd":' + encode_json_string(cwd) + ',"side_effects":'
-        effects_json, tool_json = spec.digest_parts
-        try:
+            quoted = ",".join([encode_json_string(target) for target in targets])
+        if cwd_field is None:
+            tail = f',"side_effects":{effects_json},"targets":[{quoted}],"tool":{tool_json}}}'
+        else:
+            cwd_json = "null" if cwd is None else encode_json_string(cwd)
             tail = (
-                middle + effects_json + ',"targets":[' + quoted + '],"tool":' + tool_json + "}"
-            ).encode("utf-8")
+                f',"cwd":{cwd_json},"side_effects":{effects_json},"targets":[{quoted}],'
+                f'"tool":{tool_json}}}'
+            )
+        try:
+            tail_bytes = tail.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidToolArgumentsError(
                 spec.name, "a path resolves to text that is not valid Unicode"
             ) from None
-        document = b"".join(
-            (b'{"arguments":', encoded_arguments, b',"context":', ctx.canonical_bytes, tail)
+        digest = hashlib.sha256(
+            b"".join((b'{"arguments":', encoded_arguments, ctx.digest_context_bytes, tail_bytes))
         )
         prefix = root + "/"
         cut = len(prefix)
@@ -274,7 +303,14 @@ class Action:
                 below = target[cut:]
                 relative.append(tuple(below.split("/")))
                 lowered = below.casefold()
-                if _NEEDS_FOLD.search(lowered) is None:
+                if (
+                    lowered.isascii()
+                    and ":" not in lowered
+                    and "~" not in lowered
+                    and "./" not in lowered
+                    and " /" not in lowered
+                    and lowered[-1:] not in _DOT_SPACE
+                ):
                     folded.append((field, tuple(lowered.split("/"))))
                 else:
                     folded.append((field, tuple(_fold(part) for part in lowered.split("/"))))
@@ -289,7 +325,7 @@ class Action:
             targets=tuple(targets),
             side_effects=spec.side_effects,
             context=ctx,
-            digest="sha256:" + hashlib.sha256(document).hexdigest(),
+            digest="sha256:" + digest.hexdigest(),
             cwd=cwd,
             workspace_root=root,
             target_fields=tuple(fields),

@@ -62,10 +62,12 @@ __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
+    "canonical_arguments",
     "canonical_json",
     "check_canonical",
     "encode_json_string",
     "encode_prevalidated",
+    "encode_prevalidated_text",
 ]
 
 MAX_DEPTH = 64
@@ -358,6 +360,24 @@ def canonical_json(value: Any, *, max_depth: int = MAX_DEPTH, max_bytes: int = M
     return _encode(value, needs_rfc8785, max_bytes)
 
 
+def canonical_arguments(value: Any) -> tuple[bytes, bool]:
+    """:func:`canonical_json` with the default limits, and whether ``value`` is flat.
+
+    Returns:
+        The canonical bytes, and True when ``value`` is a dict of plain scalars (no
+        nested container), False when that was not established.
+
+    Raises:
+        NonCanonicalArgumentsError: as :func:`canonical_json`.
+    """
+    if _flat_and_plain(value, MAX_DEPTH):
+        encoded = _STDLIB_ENCODE(value).encode("utf-8")
+        if len(encoded) > MAX_BYTES:
+            _encode(value, False, MAX_BYTES)  # raises the size error
+        return encoded, True
+    return canonical_json(value), False
+
+
 def encode_prevalidated(value: Any) -> bytes:
     """Encode a value already known to be canonical and float-free with BMP-only keys.
 
@@ -371,6 +391,11 @@ def encode_prevalidated(value: Any) -> bytes:
         return _STDLIB_ENCODE(value).encode("utf-8")
     except UnicodeEncodeError:
         raise UnsupportedTypeError("", _SURROGATE) from None
+
+
+def encode_prevalidated_text(value: Any) -> str:
+    """Like :func:`encode_prevalidated`, but return the text before UTF-8 encoding."""
+    return _STDLIB_ENCODE(value)
 
 
 def check_canonical(value: Any, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> None:

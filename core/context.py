@@ -215,6 +215,11 @@ class ExecutionContext:
         """The RFC 8785 form of :meth:`as_dict`, computed once per context."""
         return encode_prevalidated(self.as_dict())
 
+    @cached_property
+    def digest_context_bytes(self) -> bytes:
+        """``,"context":`` and :attr:`canonical_bytes`: the context's part of a digest."""
+        return b',"context":' + self.canonical_bytes
+
     def as_dict(self) -> dict[str, str]:
         """Return the five fields as a plain dict (the form hashed into action digests)."""
         return {

@@ -140,6 +140,7 @@ class ShellApprovalRule:
     """ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for shell commands."""
 
     rule_id = "jevqueue.shell.approval"
+    opinion_side_effects = frozenset({SHELL_COMMAND})
 
     def evaluate(self, action: Action) -> Verdict | None:
         """Require an approval bound to the digest for every ``shell_command``."""
@@ -160,12 +161,16 @@ class GitInternalsRule:
     """DENY writes into ``.git``."""
 
     rule_id = "jevqueue.paths.git"
+    opinion_side_effects = _WRITES
 
     def evaluate(self, action: Action) -> Verdict | None:
         """Look for a ``.git`` component in every written target."""
         if action.side_effects.isdisjoint(_WRITES):
             return None
-        hits = [field for field, parts in action.folded_targets if ".git" in parts]
+        hits: list[str] = []
+        for field, parts in action.folded_targets:
+            if ".git" in parts:
+                hits.append(field)
         if not hits:
             return None
         return Verdict.deny(
@@ -204,6 +209,8 @@ _CI_FILES = frozenset(
 def _is_ci(parts: tuple[str, ...]) -> bool:
     if parts[-1] in _CI_FILES:
         return True
+    if len(parts) == 1:
+        return False
     directories = parts[:-1]
     if not _CI_DIRECTORIES.isdisjoint(directories):
         return True
@@ -220,12 +227,16 @@ class CIConfigRule:
     """Require explicit approval for writes to CI and automation config."""
 
     rule_id = "jevqueue.paths.ci"
+    opinion_side_effects = _WRITES
 
     def evaluate(self, action: Action) -> Verdict | None:
         """Match every written target against the CI and automation locations."""
         if action.side_effects.isdisjoint(_WRITES):
             return None
-        hits = [field for field, parts in action.folded_targets if _is_ci(parts)]
+        hits: list[str] = []
+        for field, parts in action.folded_targets:
+            if _is_ci(parts):
+                hits.append(field)
         if not hits:
             return None
         return Verdict.allow_with_obligations(
@@ -250,8 +261,29 @@ _SECRET_NAME = re.compile(
 )
 
 
+# What a name must start or end with, or be, for _SECRET_NAME to match it at all.
+_SECRET_STARTS = (".env", "id_")
+_SECRET_ENDS = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".ppk", ".tfstate")
+_SECRET_NAMES = frozenset(
+    {
+        ".netrc",
+        "_netrc",
+        ".npmrc",
+        ".pypirc",
+        ".git-credentials",
+        ".pgpass",
+        "credentials",
+        "credentials.json",
+        "service-account.json",
+    }
+)
+
+
 def _is_secret(parts: tuple[str, ...]) -> bool:
-    if _SECRET_NAME.fullmatch(parts[-1]):
+    name = parts[-1]
+    if (
+        name.startswith(_SECRET_STARTS) or name.endswith(_SECRET_ENDS) or name in _SECRET_NAMES
+    ) and _SECRET_NAME.fullmatch(name):
         return True
     if len(parts) >= 2 and parts[-2] == ".git" and parts[-1] == "config":
         return True  # remote URLs there often carry tokens
@@ -265,7 +297,10 @@ class SecretFileRule:
 
     def evaluate(self, action: Action) -> Verdict | None:
         """Match every target against the secret-store names."""
-        hits = [field for field, parts in action.folded_targets if _is_secret(parts)]
+        hits: list[str] = []
+        for field, parts in action.folded_targets:
+            if _is_secret(parts):
+                hits.append(field)
         if not hits:
             return None
         return Verdict.allow_with_obligations(
@@ -303,19 +338,77 @@ _CREDENTIALS: tuple[tuple[str, str], ...] = (
     ("huggingface_token", r"hf_[A-Za-z]{34}\b"),
 )
 _CREDENTIAL_PATTERN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _CREDENTIALS))
+# Substrings a match cannot lack: a pattern is searched only when the text holds, for each
+# group, at least one of its substrings. aws_secret_key's name is case-insensitive, so its
+# gate is the "w" of "aws" and the separator, and "ecret" in the lower-cased text (no
+# character but "W", "E", "C", "R" and "T" themselves matches these letters ignoring case).
+_REQUIRED: dict[str, tuple[tuple[str, ...], ...]] = {
+    "aws_access_key": (("A",),),
+    "aws_secret_key": (("w", "W"), (":", "=")),
+    "private_key": (("-----BEGIN ",),),
+    "github_token": (("gh", "github_pat_"),),
+    "gitlab_token": (("glpat-",),),
+    "slack_token": (("xox",),),
+    "slack_webhook": (("https://hooks.slack.com/services/T",),),
+    "google_api_key": (("AIza",),),
+    "stripe_key": (("k_live_",),),
+    "openai_key": (("T3BlbkFJ",),),
+    "anthropic_key": (("sk-ant-",),),
+    "npm_token": (("npm_",),),
+    "pypi_token": (("pypi-AgEIcHlwaS5vcmc",),),
+    "huggingface_token": (("hf_",),),
+}
 _SEPARATE_PATTERNS = tuple((name, re.compile(rx)) for name, rx in _CREDENTIALS)
-_SHORT = 512  # below this length one combined search is cheaper than fourteen scans
+_LOWERED_REQUIRED = {"aws_secret_key": "ecret"}
+_GATED_PATTERNS = tuple(
+    (name, pattern, _REQUIRED[name], _LOWERED_REQUIRED.get(name))
+    for name, pattern in _SEPARATE_PATTERNS
+)
+# Every pattern needs one of these characters (an "A" of the AWS and Google prefixes, the
+# "w" of "aws", the "-" or "_" of the other prefixes, the "x" of "xox", the "T" of the
+# Slack webhook and OpenAI keys): a text without any cannot carry a credential.
+_CANDIDATE = re.compile(r"[AWTwx_\-]")
+_SHORT = 512  # below this length the first match in the text decides the kind
+_TINY = 16  # below this length one combined search is the cheapest way to find it
+
+
+def _may_match(text: str, required: tuple[tuple[str, ...], ...], lowered: str | None) -> bool:
+    for group in required:
+        for literal in group:
+            if literal in text:
+                break
+        else:
+            return False
+    return lowered is None or lowered in text.lower()
 
 
 def _credential(text: str) -> str | None:
-    """Return the kind of the first credential format found in ``text``, if any."""
-    if len(text) < _SHORT:
+    """Return the kind of the first credential format found in ``text``, if any.
+
+    Below ``_SHORT`` characters, "first" is the leftmost match (the earlier pattern on a
+    tie), exactly what one search with the combined pattern finds; longer texts are
+    searched pattern by pattern and the first pattern that matches decides.
+    """
+    if len(text) < _TINY:
         match = _CREDENTIAL_PATTERN.search(text)
         return None if match is None else match.lastgroup
-    for name, pattern in _SEPARATE_PATTERNS:
-        if pattern.search(text) is not None:
-            return name
-    return None
+    if _CANDIDATE.search(text) is None:
+        return None
+    if len(text) >= _SHORT:
+        for name, pattern, required, lowered in _GATED_PATTERNS:
+            if _may_match(text, required, lowered) and pattern.search(text) is not None:
+                return name
+        return None
+    found: str | None = None
+    leftmost = len(text) + 1
+    for name, pattern, required, lowered in _GATED_PATTERNS:
+        if not _may_match(text, required, lowered):
+            continue
+        match = pattern.search(text)
+        if match is not None and match.start() < leftmost:
+            leftmost = match.start()
+            found = name
+    return found
 
 
 _LABELS = {

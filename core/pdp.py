@@ -8,6 +8,10 @@ Combination, in precedence order:
 3. else ALLOW_WITH_OBLIGATIONS with the union of all obligations;
 4. else ALLOW (no rule objected).
 
+A rule may declare ``opinion_side_effects``, a frozenset of side-effect names: it is
+then asked only about actions with at least one of them (it must have no opinion about the
+others). The rules to ask are worked out once per set of side effects.
+
 A rule that raises, or returns something that is not a
 :class:`~jevqueue.verdict.Verdict`, counts as a DENY naming the rule (fail closed). Rules
 from policy files are added to the defaults, so they can tighten the policy but never turn
@@ -23,7 +27,7 @@ import json
 from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from jevqueue.default_rules import default_rules
 from jevqueue.errors import ConfigurationError
@@ -41,6 +45,14 @@ __all__ = [
 ]
 
 _FAIL_CLOSED = "jevqueue.pdp.fail_closed"
+_PLAN_LIMIT = 256
+
+
+def _side_effect_filter(rule: object) -> frozenset[str] | None:
+    wanted = getattr(rule, "opinion_side_effects", None)
+    if isinstance(wanted, frozenset) and all(type(name) is str for name in wanted):
+        return wanted
+    return None
 
 
 @runtime_checkable
@@ -104,35 +116,63 @@ class RuleBasedPolicyDecisionPoint:
         self.revision: str = revision if revision is not None else _revision(self.rules, ())
         self.registry = registry
         self._evaluators = tuple((rule.rule_id, rule.evaluate) for rule in self.rules)
+        # A rule may declare ``opinion_side_effects``: the side effects without one of which
+        # it has no opinion. The rules to ask are worked out once per set of side effects.
+        self._filters = tuple(_side_effect_filter(rule) for rule in self.rules)
+        self._plans: dict[frozenset[str], tuple[tuple[str, Any], ...]] = {}
+
+    def _plan(self, side_effects: frozenset[str]) -> tuple[tuple[str, Any], ...]:
+        plan = tuple(
+            evaluator
+            for evaluator, wanted in zip(self._evaluators, self._filters, strict=True)
+            if wanted is None or not wanted.isdisjoint(side_effects)
+        )
+        if len(self._plans) >= _PLAN_LIMIT:
+            self._plans.clear()
+        self._plans[side_effects] = plan
+        return plan
 
     def evaluate(self, action: Action) -> Verdict:
         """Ask every rule and combine the answers (see the module docstring)."""
-        denials: list[Verdict] = []
-        repairs: list[Verdict] = []
-        obligated: list[Verdict] = []
-        allowances: list[Verdict] = []
-        for rule_id, evaluate in self._evaluators:
+        effects = action.side_effects
+        evaluators = self._plans.get(effects) if type(effects) is frozenset else None
+        if evaluators is None:
+            evaluators = self._plan(effects) if type(effects) is frozenset else self._evaluators
+        opinions: list[Verdict] | None = None
+        for rule_id, evaluate in evaluators:
             try:
                 verdict = evaluate(action)
             except Exception as error:  # fail closed, without echoing the message
-                denials.append(
-                    Verdict.deny(
-                        f"rule {rule_id} failed ({type(error).__name__}): denied to fail closed",
-                        rule_ids=(rule_id, _FAIL_CLOSED),
-                    )
+                verdict = Verdict.deny(
+                    f"rule {rule_id} failed ({type(error).__name__}): denied to fail closed",
+                    rule_ids=(rule_id, _FAIL_CLOSED),
                 )
-                continue
-            if verdict is None:
-                continue
-            if type(verdict) is not Verdict:
-                denials.append(
-                    Verdict.deny(
+            else:
+                if verdict is None:
+                    continue
+                if type(verdict) is not Verdict:
+                    verdict = Verdict.deny(
                         f"rule {rule_id} returned a {type(verdict).__name__}, not a Verdict: "
                         "denied to fail closed",
                         rule_ids=(rule_id, _FAIL_CLOSED),
                     )
-                )
-                continue
+            if opinions is None:
+                opinions = [verdict]
+            else:
+                opinions.append(verdict)
+        if opinions is None:
+            return Verdict._trusted(
+                VerdictKind.ALLOW, (), (), None, action.digest, self.revision, ()
+            )
+        if len(opinions) == 1:
+            only = opinions[0]
+            if only.kind is not VerdictKind.ALLOW_WITH_OBLIGATIONS or only.obligations:
+                return only.bound(action.digest, self.revision)
+        denials: list[Verdict] = []
+        repairs: list[Verdict] = []
+        obligated: list[Verdict] = []
+        allowances: list[Verdict] = []
+        for verdict in opinions:
             kind = verdict.kind
             if kind is VerdictKind.DENY:
                 denials.append(verdict)

@@ -25,7 +25,6 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from jevqueue.errors import (
@@ -52,16 +51,36 @@ _EXPLICIT_APPROVAL = "explicit_approval"
 
 def new_decision_id() -> str:
     """Return a fresh UUIDv7 string: unique per decision and ordered by time."""
-    milliseconds = time.time_ns() // 1_000_000
-    value = (milliseconds & _MS_MASK) << 80 | int.from_bytes(os.urandom(10), "big")
-    value = (value & _VERSION_CLEAR) | _VERSION_7_VARIANT
-    text = f"{value:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    # 48 bits of Unix milliseconds, then 80 random bits of which the version nibble
+    # (hex digit 12) becomes 7 and the top two bits of hex digit 16 the RFC 9562 variant.
+    stamp = ((time.time_ns() // 1_000_000) & _MS_MASK).to_bytes(6, "big").hex()
+    noise = os.urandom(10)
+    tail = noise.hex()
+    return (
+        f"{stamp[:8]}-{stamp[8:]}-7{tail[1:4]}-{_VARIANT_DIGITS[noise[2] >> 4]}"
+        f"{tail[5:8]}-{tail[8:]}"
+    )
 
 
 _MS_MASK = (1 << 48) - 1
-_VERSION_CLEAR = ~((0xF << 76) | (0x3 << 62))
-_VERSION_7_VARIANT = (0x7 << 76) | (0x2 << 62)  # version 7, RFC 9562 variant
+_VARIANT_DIGITS = "89ab" * 4  # indexed by a nibble: its low two bits under the variant
+
+
+def utc_timestamp() -> str:
+    """Return the current UTC time as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
+
+    The form audit records store; the part up to the seconds is formatted once per second.
+    """
+    global _SECOND
+    now = time.time_ns()
+    second = now // 1_000_000_000
+    cached = _SECOND
+    if cached[0] != second:
+        cached = _SECOND = (second, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second)))
+    return f"{cached[1]}{now // 1000 % 1_000_000:06d}Z"
+
+
+_SECOND: tuple[int, str] = (-1, "")
 
 
 _CHECK_APPROVALS: list[Callable[..., Verdict]] = []
@@ -220,7 +239,9 @@ class PolicyEnforcementPoint:
     def _decide(
         self, action: Action, approval_records: Sequence[Any]
     ) -> tuple[Verdict, AuditWriteError | None]:
-        revision = self.revision
+        revision = getattr(self.pdp, "revision", "")
+        if type(revision) is not str:
+            revision = ""
         digest = action.digest
         try:
             verdict = self.pdp.evaluate(action)
@@ -340,14 +361,14 @@ class PolicyEnforcementPoint:
         context = action.context
         return {
             "decision_id": new_decision_id(),
-            "timestamp": datetime.now(timezone.utc).isoformat(),
+            "timestamp": utc_timestamp(),
             "action_digest": verdict.action_digest,
             "tool": action.tool,
             "result": verdict.kind.value,
             "allowed": verdict.allowed,
-            "reasons": list(verdict.reasons),
-            "obligations": list(verdict.obligations),
-            "rule_ids": list(verdict.rule_ids),
+            "reasons": verdict.reasons,
+            "obligations": verdict.obligations,
+            "rule_ids": verdict.rule_ids,
             "policy_revision": verdict.policy_revision,
             "task_id": context.task_id,
             "actor_id": context.actor_id,
@@ -372,7 +393,7 @@ class PolicyEnforcementPoint:
         )
         event = {
             "decision_id": new_decision_id(),
-            "timestamp": datetime.now(timezone.utc).isoformat(),
+            "timestamp": utc_timestamp(),
             "action_digest": "",
             "tool": _clip(tool_name),
             "result": VerdictKind.DENY.value,

@@ -71,14 +71,16 @@ class GenericAdapter:
         Raises:
             UsageError: the context, tool name or arguments are invalid (a typed subclass).
         """
-        self._local.verdict = None
-        self._local.action = None
+        local = self._local
+        local.verdict = None
         try:
             action = Action.build(self.registry, tool_name, arguments, context)
-        except UsageError as error:
-            self.pep.audit_rejection(tool_name, context, error)
+        except BaseException as error:
+            local.action = None
+            if isinstance(error, UsageError):
+                self.pep.audit_rejection(tool_name, context, error)
             raise
-        self._local.action = action
+        local.action = action
         return action
 
     def intercept_tool_call(

@@ -172,6 +172,10 @@ class AuditRecord:
         Raises:
             AuditWriteError: the event is malformed; the decision is not recorded.
         """
+        if type(event) is dict:
+            record = _chained_plain(cls, event, prev_hash)
+            if record is not None:
+                return record
         if not isinstance(event, Mapping):
             raise AuditWriteError(
                 f"an audit event must be a mapping, not {type(event).__name__}; "
@@ -212,6 +216,112 @@ class AuditRecord:
 
 
 _UTC_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})(?:\+00:00|Z)")
+_UTC_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+
+
+def _plain_list(value: Any) -> str | None:
+    """The canonical JSON array of a list or tuple of exact strings, else ``None``."""
+    kind = type(value)
+    if kind is not tuple and kind is not list:
+        return None
+    if not value:
+        return "[]"
+    for item in value:
+        if type(item) is not str:
+            return None
+    return "[" + ",".join(map(_quote, value)) + "]"
+
+
+def _chained_plain(
+    cls: type[AuditRecord], event: dict[str, Any], prev_hash: str
+) -> AuditRecord | None:
+    """:meth:`AuditRecord.chained` for the common event, or ``None`` to take the full route.
+
+    The common event is a plain dict whose text fields are all present as non-empty exact
+    strings where required, whose timestamp is already in the record's form, whose lists
+    hold exact strings and whose ``allowed`` is a bool. For it the general route's checks
+    change nothing, and the canonical form is written directly, in the key order and with
+    the escaping of :func:`canonical_record_bytes` (which a test pins against RFC 8785).
+    """
+    get = event.get
+    decision_id = get("decision_id")
+    timestamp = get("timestamp")
+    action_digest = get("action_digest")
+    tool = get("tool")
+    result = get("result")
+    policy_revision = get("policy_revision")
+    task_id = get("task_id")
+    actor_id = get("actor_id")
+    environment = get("environment")
+    workspace = get("workspace")
+    git_sha = get("git_sha")
+    allowed = get("allowed")
+    if (
+        type(decision_id) is not str
+        or not decision_id
+        or type(timestamp) is not str
+        or type(action_digest) is not str
+        or type(tool) is not str
+        or type(result) is not str
+        or not result
+        or type(policy_revision) is not str
+        or type(task_id) is not str
+        or type(actor_id) is not str
+        or type(environment) is not str
+        or type(workspace) is not str
+        or type(git_sha) is not str
+        or type(prev_hash) is not str
+        or (allowed is not True and allowed is not False)
+        or _UTC_Z.fullmatch(timestamp) is None
+    ):
+        return None
+    reasons = get("reasons", ())
+    obligations = get("obligations", ())
+    rule_ids = get("rule_ids", ())
+    reasons_json = _plain_list(reasons)
+    obligations_json = _plain_list(obligations)
+    rule_ids_json = _plain_list(rule_ids)
+    if reasons_json is None or obligations_json is None or rule_ids_json is None:
+        return None
+    quote = _quote
+    text = (
+        f'{{"action_digest":{quote(action_digest)},"actor_id":{quote(actor_id)},'
+        f'"allowed":{"true" if allowed else "false"},"decision_id":{quote(decision_id)},'
+        f'"environment":{quote(environment)},"git_sha":{quote(git_sha)},'
+        f'"obligations":{obligations_json},"policy_revision":{quote(policy_revision)},'
+        f'"prev_hash":{quote(prev_hash)},"reasons":{reasons_json},"result":{quote(result)},'
+        f'"rule_ids":{rule_ids_json},"task_id":{quote(task_id)},'
+        f'"timestamp":{quote(timestamp)},"tool":{quote(tool)},'
+        f'"workspace":{quote(workspace)}}}'
+    )
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise AuditWriteError(
+            "an audit field holds text that is not valid Unicode (a lone surrogate); "
+            "the decision was not recorded and its call is denied"
+        ) from error
+    record = object.__new__(cls)
+    record.__dict__.update(
+        decision_id=decision_id,
+        timestamp=timestamp,
+        action_digest=action_digest,
+        tool=tool,
+        result=result,
+        reasons=reasons if type(reasons) is tuple else tuple(reasons),
+        obligations=obligations if type(obligations) is tuple else tuple(obligations),
+        policy_revision=policy_revision,
+        task_id=task_id,
+        actor_id=actor_id,
+        environment=environment,
+        prev_hash=prev_hash,
+        record_hash="sha256:" + hashlib.sha256(encoded).hexdigest(),
+        rule_ids=rule_ids if type(rule_ids) is tuple else tuple(rule_ids),
+        workspace=workspace,
+        git_sha=git_sha,
+        allowed=allowed,
+    )
+    return record
 
 
 def _timestamp(raw: Any, text: str) -> str:

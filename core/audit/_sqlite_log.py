@@ -66,6 +66,21 @@ COLUMNS = (
 _INSERT = f"INSERT INTO audit_log ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _HEAD = "SELECT count, record_hash FROM audit_head WHERE id = 0"
 _MOVE_HEAD = "UPDATE audit_head SET count = ?, record_hash = ? WHERE id = 0"
+# One statement appends a record: the row is inserted only while the stored head is the
+# record's prev_hash (so a writer whose cached head is stale inserts nothing and retries),
+# its seq is the head's count, and a trigger on this connection moves the head in the same
+# statement, hence the same transaction. The trigger is TEMP: the file's schema is unchanged,
+# and other connections (other processes, older writers) are not affected by it.
+_APPEND = (
+    f"INSERT INTO audit_log ({', '.join(COLUMNS)}) SELECT count, "
+    f"{', '.join('?' * (len(COLUMNS) - 1))} FROM audit_head WHERE id = 0 AND record_hash = ?"
+)
+_HEAD_TRIGGER = """
+CREATE TEMP TRIGGER IF NOT EXISTS jevqueue_audit_head AFTER INSERT ON main.audit_log
+BEGIN
+    UPDATE audit_head SET count = NEW.seq + 1, record_hash = NEW.record_hash WHERE id = 0;
+END
+"""
 
 
 def row_to_record(row: tuple[Any, ...]) -> AuditRecord:
@@ -83,14 +98,40 @@ def row_to_record(row: tuple[Any, ...]) -> AuditRecord:
     return AuditRecord.from_dict(data)
 
 
+def _row(record: AuditRecord) -> tuple[Any, ...]:
+    """The :data:`_APPEND` parameters for ``record`` (every column but ``seq``)."""
+    return (
+        record.decision_id,
+        record.timestamp,
+        record.action_digest,
+        record.tool,
+        record.result,
+        json_string_list(record.reasons) if record.reasons else "[]",
+        json_string_list(record.obligations) if record.obligations else "[]",
+        json_string_list(record.rule_ids) if record.rule_ids else "[]",
+        record.policy_revision,
+        record.task_id,
+        record.actor_id,
+        record.environment,
+        record.workspace,
+        record.git_sha,
+        int(record.allowed),
+        record.prev_hash,
+        record.record_hash,
+        record.prev_hash,
+    )
+
+
 class SQLiteAuditLog(ChainedAuditLog):
     """Hash-chained decision records in one SQLite file (WAL), one row per decision.
 
-    Each :meth:`append` is one transaction: ``BEGIN IMMEDIATE`` takes the write lock,
-    reads the chain head (count and last hash, kept in ``audit_head``), inserts the row and
-    moves the head, then commits. So several threads and several processes can append to
-    the same file and still form a single chain, and reopening the file resumes it. The
-    head also anchors the end of the log: rows deleted from the tail show up in
+    Each :meth:`append` is one committed transaction that inserts the row and moves the
+    chain head (count and last hash, kept in ``audit_head``) together. The row is stored
+    only if the head is still the record's ``prev_hash``; when another writer moved it in
+    the meantime, the append takes the write lock (``BEGIN IMMEDIATE``), reads the head and
+    chains the record to it. So several threads and several processes can append to the
+    same file and still form a single chain, and reopening the file resumes it. The head
+    also anchors the end of the log: rows deleted from the tail show up in
     :func:`~jevqueue.audit.verify_audit_log`.
 
     Durability: the default ``synchronous="NORMAL"`` in WAL mode makes every committed
@@ -122,6 +163,8 @@ class SQLiteAuditLog(ChainedAuditLog):
         self._timeout = timeout
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        # The last record_hash this connection saw at the head: the prev_hash to try first.
+        self._head: str | None = None
         self._connection: sqlite3.Connection | None = self._open()
 
     def _open(self) -> sqlite3.Connection:
@@ -141,6 +184,8 @@ class SQLiteAuditLog(ChainedAuditLog):
                     "INSERT OR IGNORE INTO audit_head (id, count, record_hash) VALUES (0, 0, ?)",
                     (GENESIS_HASH,),
                 )
+            connection.execute(_HEAD_TRIGGER)
+            self._cursor = connection.cursor()
         except (sqlite3.Error, OSError) as error:
             raise ConfigurationError(
                 f"cannot open the audit log {str(self.path)!r} ({type(error).__name__}: "
@@ -155,68 +200,83 @@ class SQLiteAuditLog(ChainedAuditLog):
             )
         if os.getpid() != self._pid:  # a forked child must not reuse the parent's handle
             self._pid = os.getpid()
+            self._head = None
             self._connection = self._open()
         return self._connection
 
     def append(self, event: Mapping[str, Any]) -> AuditRecord:
         """Chain and store one decision event in its own committed transaction.
 
+        The record is chained to the head this log saw last and stored by one statement
+        that inserts it only if that is still the head; when another writer moved the head
+        in between, the head is read again under the write lock and the record rebuilt.
+
         Raises:
             AuditWriteError: the record could not be written; nothing was stored.
         """
         with self._lock:
             connection = self._current()
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as error:
-                raise AuditWriteError(
-                    f"cannot lock the audit log {str(self.path)!r} ({error}); the decision "
-                    "was not recorded and its call is denied"
-                ) from error
-            try:
-                head = connection.execute(_HEAD).fetchone()
-                if head is None:
-                    raise sqlite3.DatabaseError("the audit_head row is missing")
-                count, prev_hash = head
+            prev_hash = self._head
+            if prev_hash is not None:
                 record = AuditRecord.chained(event, prev_hash)
-                connection.execute(
-                    _INSERT,
-                    (
-                        count,
-                        record.decision_id,
-                        record.timestamp,
-                        record.action_digest,
-                        record.tool,
-                        record.result,
-                        json_string_list(record.reasons),
-                        json_string_list(record.obligations),
-                        json_string_list(record.rule_ids),
-                        record.policy_revision,
-                        record.task_id,
-                        record.actor_id,
-                        record.environment,
-                        record.workspace,
-                        record.git_sha,
-                        int(record.allowed),
-                        record.prev_hash,
-                        record.record_hash,
-                    ),
-                )
-                connection.execute(_MOVE_HEAD, (count + 1, record.record_hash))
-                connection.execute("COMMIT")
-            except BaseException as error:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                if isinstance(error, AuditWriteError):
-                    raise
-                if not isinstance(error, Exception):
-                    raise
-                raise AuditWriteError(
-                    f"cannot write to the audit log {str(self.path)!r} "
-                    f"({type(error).__name__}: {error}); the decision was not recorded and "
-                    "its call is denied"
-                ) from error
+                try:
+                    before = connection.total_changes
+                    self._cursor.execute(_APPEND, _row(record))
+                    changes = connection.total_changes - before
+                except sqlite3.Error as error:
+                    self._head = None
+                    raise self._write_error(error) from error
+                if changes == 2:  # the row and the head
+                    self._head = record.record_hash
+                    return record
+                if changes != 0:  # pragma: no cover - a trigger of the file interfered
+                    self._head = None
+                    raise AuditWriteError(
+                        f"the audit log {str(self.path)!r} did not store the record and move "
+                        "its head together as expected (a trigger in the file?); the call is "
+                        "denied: check the log with `jevqueue audit verify`"
+                    )
+            record = self._append_locked(connection, event)
+            self._head = record.record_hash
             return record
+
+    def _append_locked(
+        self, connection: sqlite3.Connection, event: Mapping[str, Any]
+    ) -> AuditRecord:
+        """Append under ``BEGIN IMMEDIATE``, chained to the head read inside it."""
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as error:
+            raise AuditWriteError(
+                f"cannot lock the audit log {str(self.path)!r} ({error}); the decision "
+                "was not recorded and its call is denied"
+            ) from error
+        try:
+            head = connection.execute(_HEAD).fetchone()
+            if head is None:
+                raise sqlite3.DatabaseError("the audit_head row is missing")
+            record = AuditRecord.chained(event, head[1])
+            before = connection.total_changes
+            connection.execute(_APPEND, _row(record))
+            if connection.total_changes - before != 2:
+                raise sqlite3.DatabaseError("the record or the head was not stored")
+            connection.execute("COMMIT")
+        except BaseException as error:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            if isinstance(error, AuditWriteError):
+                raise
+            if not isinstance(error, Exception):
+                raise
+            raise self._write_error(error) from error
+        return record
+
+    def _write_error(self, error: BaseException) -> AuditWriteError:
+        return AuditWriteError(
+            f"cannot write to the audit log {str(self.path)!r} "
+            f"({type(error).__name__}: {error}); the decision was not recorded and "
+            "its call is denied"
+        )
 
     def records(self) -> Iterator[AuditRecord]:
         """Yield the stored records in chain order (oldest first)."""
