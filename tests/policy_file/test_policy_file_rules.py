@@ -271,3 +271,10 @@ def test_objecting_rules_see_filesystem_aliases_and_allow_rules_do_not(tmp_path:
     assert verdicts(allowlist, write_call("docs/a.txt")) == []
     for alias in ("DOCS/a.txt", "docs./a.txt"):
         assert verdicts(allowlist, write_call(alias))[0].denied, alias
+
+
+def test_rules_with_side_effects_tell_the_decision_point_when_to_ask_them(tmp_path: Path) -> None:
+    [scoped] = rules_from(tmp_path, deny_rule('side_effects = ["shell_command"]'))
+    [unscoped] = rules_from(tmp_path, deny_rule('tools = ["run_command"]'))
+    assert getattr(scoped, "opinion_side_effects", None) == frozenset({"shell_command"})
+    assert getattr(unscoped, "opinion_side_effects", None) is None
