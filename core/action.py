@@ -46,7 +46,7 @@ __all__ = ["Action", "resolve_path"]
 def _workspace_root(workspace: str) -> tuple[str, bool]:
     """Return the workspace as it will be compared, and whether it exists on disk."""
     # access() answers "does not exist" without raising; it fails whenever stat() would.
-    if not _exists(workspace):
+    if _EFFECTIVE_IDS and not _access(workspace, _F_OK, effective_ids=True):
         return workspace, False
     try:
         mode = os.stat(workspace).st_mode
@@ -57,15 +57,10 @@ def _workspace_root(workspace: str) -> tuple[str, bool]:
     return workspace, False
 
 
-if os.access in os.supports_effective_ids:
-
-    def _exists(path: str) -> bool:
-        return os.access(path, os.F_OK, effective_ids=True)
-
-else:  # pragma: no cover - platforms without faccessat(AT_EACCESS)
-
-    def _exists(path: str) -> bool:
-        return True
+_access = os.access
+_F_OK = os.F_OK
+# Without faccessat(AT_EACCESS) the existence check is left to stat() alone.
+_EFFECTIVE_IDS = os.access in os.supports_effective_ids
 
 
 def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
@@ -86,6 +81,34 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
         return os.path.realpath(joined)
     if "//" not in joined and "/." not in joined and joined[-1] != "/":
         return joined  # no empty, "." or ".." segment: already normal
+    if (
+        value[0] != "/"
+        and workspace_root[0] == "/"
+        and workspace_root[-1] != "/"
+        and "//" not in workspace_root
+        and "/." not in workspace_root
+    ):
+        # A relative path under a normal root: only the path's own segments need the
+        # loop below (the root's are all kept, and ".." stops at the filesystem root).
+        kept = workspace_root.split("/")
+        for segment in value.split("/"):
+            if segment == "..":
+                if len(kept) > 1:
+                    kept.pop()
+            elif segment and segment != ".":
+                kept.append(segment)
+        return "/".join(kept) or "/"
+    if joined[0] == "/":
+        # posixpath.normpath for an absolute path, with one leading slash: "" and "."
+        # segments vanish, ".." removes the segment before it and stops at the root.
+        stack: list[str] = []
+        for segment in joined.split("/"):
+            if segment == "..":
+                if stack:
+                    stack.pop()
+            elif segment and segment != ".":
+                stack.append(segment)
+        return "/" + "/".join(stack)
     normal = posixpath.normpath(joined)
     # POSIX keeps a leading "//"; one slash is the same directory on every system we serve.
     return "/" + normal.lstrip("/")
@@ -119,9 +142,40 @@ def _fold(component: str) -> str:
     return _SHORT_NAMES.get(folded, folded)
 
 
+_set_attribute = object.__setattr__
+
+
 # A relative target needs _fold per component only when it is non-ASCII, holds a stream or
 # short-name marker (":", "~"), or has a component ending in a dot or a space.
 _DOT_SPACE = (".", " ")
+
+# A workspace-relative path's components, as given and folded: a pure function of the
+# text, remembered for the paths an agent touches again and again.
+_SPLITS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+_SPLITS_LIMIT = 4096
+_SPLIT_KEY_LIMIT = 1024
+
+
+def _split(below: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Return ``below``'s components, and the same components folded (see :func:`_fold`)."""
+    parts = tuple(below.split("/"))
+    lowered = below.casefold()
+    if (
+        lowered.isascii()
+        and ":" not in lowered
+        and "~" not in lowered
+        and "./" not in lowered
+        and " /" not in lowered
+        and lowered[-1:] not in _DOT_SPACE
+    ):
+        folded = parts if lowered == below else tuple(lowered.split("/"))
+    else:
+        folded = tuple(_fold(part) for part in lowered.split("/"))
+    if len(below) <= _SPLIT_KEY_LIMIT:
+        if len(_SPLITS) >= _SPLITS_LIMIT:
+            _SPLITS.clear()
+        _SPLITS[below] = (parts, folded)
+    return parts, folded
 
 
 def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> str | None:
@@ -257,6 +311,23 @@ class Action:
                 value = _path_argument(spec, arguments, name)
                 if value is None:
                     continue
+            if not on_disk and value[0] != "~" and value[0] != "/":
+                # resolve_path for a relative path under the context's (normal) workspace,
+                # inline: joined when already normal, else only its own segments walked.
+                joined = root + "/" + value
+                if "//" not in joined and "/." not in joined and joined[-1] != "/":
+                    targets.append(joined)
+                else:
+                    kept = root.split("/")
+                    for segment in value.split("/"):
+                        if segment == "..":
+                            if len(kept) > 1:
+                                kept.pop()
+                        elif segment and segment != ".":
+                            kept.append(segment)
+                    targets.append("/".join(kept) or "/")
+                fields.append(name)
+                continue
             targets.append(resolve_path(value, root, on_disk=on_disk))
             fields.append(name)
         cwd: str | None = None
@@ -266,7 +337,16 @@ class Action:
             if type(value) is not str or not value or "\x00" in value:
                 value = _path_argument(spec, arguments, cwd_field)
             if value is not None:
-                cwd = resolve_path(value, root, on_disk=on_disk)
+                if (
+                    not on_disk
+                    and value[0] == "/"
+                    and "//" not in value
+                    and "/." not in value
+                    and value[-1] != "/"
+                ):
+                    cwd = value  # resolve_path's route for an absolute, normal path
+                else:
+                    cwd = resolve_path(value, root, on_disk=on_disk)
 
         # Keys sort as "arguments" < "context" < "cwd" < "side_effects" < "targets" < "tool",
         # so the canonical document is assembled from canonical pieces: the arguments, the
@@ -275,6 +355,8 @@ class Action:
         effects_json, tool_json = spec._digest_parts
         if len(targets) == 1:
             quoted = encode_json_string(targets[0])
+        elif not targets:
+            quoted = ""
         else:
             quoted = ",".join([encode_json_string(target) for target in targets])
         if cwd_field is None:
@@ -294,44 +376,57 @@ class Action:
         digest = hashlib.sha256(
             b"".join((b'{"arguments":', encoded_arguments, ctx.digest_context_bytes, tail_bytes))
         )
-        prefix = root + "/"
-        cut = len(prefix)
-        relative: list[tuple[str, ...] | None] = []
-        folded: list[tuple[str, tuple[str, ...]]] = []
-        for field, target in zip(fields, targets, strict=True):
-            if root != "/" and target.startswith(prefix):
-                below = target[cut:]
-                relative.append(tuple(below.split("/")))
-                lowered = below.casefold()
-                if (
-                    lowered.isascii()
-                    and ":" not in lowered
-                    and "~" not in lowered
-                    and "./" not in lowered
-                    and " /" not in lowered
-                    and lowered[-1:] not in _DOT_SPACE
-                ):
-                    folded.append((field, tuple(lowered.split("/"))))
-                else:
-                    folded.append((field, tuple(_fold(part) for part in lowered.split("/"))))
+        relative: tuple[tuple[str, ...] | None, ...] = ()
+        folded: tuple[tuple[str, tuple[str, ...]], ...] = ()
+        if len(targets) == 1:  # the common shape, without the lists
+            target = targets[0]
+            if root != "/" and target.startswith(root + "/"):
+                below = target[len(root) + 1 :]
+                split = _SPLITS.get(below)
+                if split is None:
+                    split = _split(below)
+                relative = (split[0],)
+                folded = ((fields[0], split[1]),)
             else:
-                relative.append(None)
+                relative = (None,)
+        elif targets:
+            prefix = root + "/"
+            cut = len(prefix)
+            inside = root != "/"
+            relative_list: list[tuple[str, ...] | None] = []
+            folded_list: list[tuple[str, tuple[str, ...]]] = []
+            for field, target in zip(fields, targets, strict=True):
+                if inside and target.startswith(prefix):
+                    below = target[cut:]
+                    split = _SPLITS.get(below)
+                    if split is None:
+                        split = _split(below)
+                    relative_list.append(split[0])
+                    folded_list.append((field, split[1]))
+                else:
+                    relative_list.append(None)
+            relative = tuple(relative_list)
+            folded = tuple(folded_list)
         action = object.__new__(cls)
-        # Built field by field in one go: a frozen dataclass's __init__ pays a slow
+        # Every field in one go: a frozen dataclass's __init__ pays a slow
         # object.__setattr__ per field, on the hot path of every decision.
-        action.__dict__.update(
-            tool=spec.name,
-            arguments=private,
-            targets=tuple(targets),
-            side_effects=spec.side_effects,
-            context=ctx,
-            digest="sha256:" + digest.hexdigest(),
-            cwd=cwd,
-            workspace_root=root,
-            target_fields=tuple(fields),
-            spec=spec,
-            relative_targets=tuple(relative),
-            folded_targets=tuple(folded),
+        _set_attribute(
+            action,
+            "__dict__",
+            {
+                "tool": spec.name,
+                "arguments": private,
+                "targets": tuple(targets),
+                "side_effects": spec.side_effects,
+                "context": ctx,
+                "digest": "sha256:" + digest.hexdigest(),
+                "cwd": cwd,
+                "workspace_root": root,
+                "target_fields": tuple(fields),
+                "spec": spec,
+                "relative_targets": relative,
+                "folded_targets": folded,
+            },
         )
         return action
 

@@ -360,6 +360,35 @@ def canonical_json(value: Any, *, max_depth: int = MAX_DEPTH, max_bytes: int = M
     return _encode(value, needs_rfc8785, max_bytes)
 
 
+# The JSON of an object key and its colon, per key seen (tool argument names repeat).
+_KEY_PREFIXES: dict[str, str] = {}
+_KEY_PREFIX_LIMIT = 1024
+
+
+def _flat_text(value: dict[Any, Any]) -> str | None:
+    """The canonical form of a dict of ASCII strings under ASCII keys, else ``None``.
+
+    The commonest tool arguments (paths, commands, file contents) have exactly this
+    shape. Keys are exact ``str`` and ASCII, so sorting by code point is RFC 8785's
+    order, and each string is quoted by the same escaper the encoder uses.
+    """
+    for key, item in value.items():
+        if type(key) is not str or type(item) is not str or not item.isascii():
+            return None
+    prefixes = _KEY_PREFIXES
+    parts = []
+    for key in sorted(value):
+        prefix = prefixes.get(key)
+        if prefix is None:
+            if not key.isascii():
+                return None
+            if len(prefixes) >= _KEY_PREFIX_LIMIT:
+                prefixes.clear()
+            prefix = prefixes[key] = encode_json_string(key) + ":"
+        parts.append(prefix + encode_json_string(value[key]))
+    return "{" + ",".join(parts) + "}"
+
+
 def canonical_arguments(value: Any) -> tuple[bytes, bool]:
     """:func:`canonical_json` with the default limits, and whether ``value`` is flat.
 
@@ -370,6 +399,12 @@ def canonical_arguments(value: Any) -> tuple[bytes, bool]:
     Raises:
         NonCanonicalArgumentsError: as :func:`canonical_json`.
     """
+    if type(value) is dict:
+        encoded_text = _flat_text(value)
+        # ASCII: one byte per character. Larger payloads take the route below, which
+        # reports them.
+        if encoded_text is not None and len(encoded_text) <= MAX_BYTES:
+            return encoded_text.encode("ascii"), True
     if _flat_and_plain(value, MAX_DEPTH):
         encoded = _STDLIB_ENCODE(value).encode("utf-8")
         if len(encoded) > MAX_BYTES:

@@ -79,11 +79,14 @@ class WorkspaceContainmentRule:
         relative = action.relative_targets
         if None not in relative:
             return None
-        outside = tuple(
-            field
-            for field, parts in zip(action.target_fields, relative, strict=True)
-            if parts is None
-        )
+        fields = action.target_fields
+        outside: tuple[str, ...]
+        if len(relative) == 1 and len(fields) == 1:
+            outside = fields  # the one target is the one outside
+        else:
+            outside = tuple(
+                field for field, parts in zip(fields, relative, strict=True) if parts is None
+            )
         verdict = self._verdicts.get(outside)
         if verdict is None:
             verdict = Verdict.deny(
@@ -167,11 +170,14 @@ class GitInternalsRule:
         """Look for a ``.git`` component in every written target."""
         if action.side_effects.isdisjoint(_WRITES):
             return None
-        hits: list[str] = []
+        hits: list[str] | None = None
         for field, parts in action.folded_targets:
             if ".git" in parts:
-                hits.append(field)
-        if not hits:
+                if hits is None:
+                    hits = [field]
+                else:
+                    hits.append(field)
+        if hits is None:
             return None
         return Verdict.deny(
             *(
@@ -206,6 +212,24 @@ _CI_FILES = frozenset(
 )
 
 
+# Whether folded path components name CI configuration or a secret store: pure functions
+# of the components, remembered for the paths an agent touches again and again.
+_CI_PATHS: dict[tuple[str, ...], bool] = {}
+_SECRET_PATHS: dict[tuple[str, ...], bool] = {}
+_PATHS_LIMIT = 4096
+
+
+_PATH_KEY_LIMIT = 1024  # characters: longer paths are judged afresh each time
+
+
+def _remember(memo: dict[tuple[str, ...], bool], parts: tuple[str, ...], answer: bool) -> bool:
+    if sum(map(len, parts)) <= _PATH_KEY_LIMIT:
+        if len(memo) >= _PATHS_LIMIT:
+            memo.clear()
+        memo[parts] = answer
+    return answer
+
+
 def _is_ci(parts: tuple[str, ...]) -> bool:
     if parts[-1] in _CI_FILES:
         return True
@@ -233,11 +257,20 @@ class CIConfigRule:
         """Match every written target against the CI and automation locations."""
         if action.side_effects.isdisjoint(_WRITES):
             return None
-        hits: list[str] = []
+        hits: list[str] | None = None
         for field, parts in action.folded_targets:
-            if _is_ci(parts):
-                hits.append(field)
-        if not hits:
+            if type(parts) is tuple:
+                ci = _CI_PATHS.get(parts)
+                if ci is None:
+                    ci = _remember(_CI_PATHS, parts, _is_ci(parts))
+            else:
+                ci = _is_ci(parts)
+            if ci:
+                if hits is None:
+                    hits = [field]
+                else:
+                    hits.append(field)
+        if hits is None:
             return None
         return Verdict.allow_with_obligations(
             (EXPLICIT_APPROVAL,),
@@ -297,11 +330,20 @@ class SecretFileRule:
 
     def evaluate(self, action: Action) -> Verdict | None:
         """Match every target against the secret-store names."""
-        hits: list[str] = []
+        hits: list[str] | None = None
         for field, parts in action.folded_targets:
-            if _is_secret(parts):
-                hits.append(field)
-        if not hits:
+            if type(parts) is tuple:
+                secret = _SECRET_PATHS.get(parts)
+                if secret is None:
+                    secret = _remember(_SECRET_PATHS, parts, _is_secret(parts))
+            else:
+                secret = _is_secret(parts)
+            if secret:
+                if hits is None:
+                    hits = [field]
+                else:
+                    hits.append(field)
+        if hits is None:
             return None
         return Verdict.allow_with_obligations(
             (EXPLICIT_APPROVAL,),
@@ -369,6 +411,20 @@ _GATED_PATTERNS = tuple(
 # Slack webhook and OpenAI keys): a text without any cannot carry a credential.
 _CANDIDATE = re.compile(r"[AWTwx_\-]")
 _SHORT = 512  # below this length the first match in the text decides the kind
+
+
+def _shortest_match(patterns: Iterable[str]) -> int:
+    """The fewest characters any of ``patterns`` can match (0 when that is unknown)."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        return min(int(_parser.parse(rx).getwidth()[0]) for rx in patterns)
+    except Exception:  # pragma: no cover - another regular-expression engine
+        return 0
+
+
+# A text shorter than every credential format carries none: no search is needed.
+_SHORTEST = _shortest_match(rx for _, rx in _CREDENTIALS)
 _TINY = 16  # below this length one combined search is the cheapest way to find it
 
 
@@ -390,6 +446,8 @@ def _credential(text: str) -> str | None:
     searched pattern by pattern and the first pattern that matches decides.
     """
     if len(text) < _TINY:
+        if len(text) < _SHORTEST:
+            return None
         match = _CREDENTIAL_PATTERN.search(text)
         return None if match is None else match.lastgroup
     if _CANDIDATE.search(text) is None:
@@ -494,13 +552,21 @@ class CredentialContentRule:
         found: dict[str, str] = {}
         arguments = action.arguments
         if content_fields:
-            for field, pointer in self._fields(content_fields):
+            pointers = self._pointers.get(content_fields)
+            if pointers is None:
+                pointers = self._fields(content_fields)
+            for field, pointer in pointers:
                 texts: Iterable[str]
                 if len(pointer) == 1:
                     value = arguments.get(pointer[0])
                     if value is None:
                         continue
-                    texts = (value,) if type(value) is str else _strings(value)
+                    if type(value) is str:
+                        if len(value) < _SHORTEST:
+                            continue  # too short to hold any credential format
+                        texts = (value,)
+                    else:
+                        texts = _strings(value)
                 else:
                     texts = _content(arguments, pointer)
                 for text in texts:
@@ -548,10 +614,14 @@ class PathNormalizationRule:
             return None  # outside: the containment rule denies it
         cwd_field = spec.cwd_field
         for field in action.target_fields:
-            if _maybe_indirect(arguments.get(field)):
+            raw = arguments.get(field)
+            if type(raw) is str and (".." in raw or raw[:1] == "~"):
                 break
         else:
-            if cwd_field is None or not _maybe_indirect(arguments.get(cwd_field)):
+            if cwd_field is None:
+                return None
+            raw = arguments.get(cwd_field)
+            if type(raw) is not str or (".." not in raw and raw[:1] != "~"):
                 return None
         fixes: dict[str, str] = {}
         pairs: list[tuple[str, str]] = [

@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 _FAIL_CLOSED = "jevqueue.pdp.fail_closed"
+_ALLOW = VerdictKind.ALLOW
+_new = object.__new__
+_set_attribute = object.__setattr__
 _PLAN_LIMIT = 256
 
 
@@ -161,13 +164,45 @@ class RuleBasedPolicyDecisionPoint:
             else:
                 opinions.append(verdict)
         if opinions is None:
-            return Verdict._trusted(
-                VerdictKind.ALLOW, (), (), None, action.digest, self.revision, ()
+            # Verdict._trusted(ALLOW, ...), inline: most calls end here.
+            allow = _new(Verdict)
+            _set_attribute(
+                allow,
+                "__dict__",
+                {
+                    "kind": _ALLOW,
+                    "reasons": (),
+                    "obligations": (),
+                    "repaired": None,
+                    "action_digest": action.digest,
+                    "policy_revision": self.revision,
+                    "rule_ids": (),
+                },
             )
+            return allow
         if len(opinions) == 1:
             only = opinions[0]
             if only.kind is not VerdictKind.ALLOW_WITH_OBLIGATIONS or only.obligations:
-                return only.bound(action.digest, self.revision)
+                # only.bound(action.digest, self.revision), inline
+                digest = action.digest
+                revision = self.revision
+                if only.action_digest == digest and only.policy_revision == revision:
+                    return only
+                bound = _new(Verdict)
+                _set_attribute(
+                    bound,
+                    "__dict__",
+                    {
+                        "kind": only.kind,
+                        "reasons": only.reasons,
+                        "obligations": only.obligations,
+                        "repaired": only.repaired,
+                        "action_digest": digest,
+                        "policy_revision": revision,
+                        "rule_ids": only.rule_ids,
+                    },
+                )
+                return bound
         denials: list[Verdict] = []
         repairs: list[Verdict] = []
         obligated: list[Verdict] = []

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from jevqueue.errors import (
     AuditWriteError,
     ConfigurationError,
+    JevError,
     PolicyDeniedError,
     UnfulfilledObligationError,
 )
@@ -123,6 +124,58 @@ def _sink_writer(audit_logger: Any) -> Callable[[dict[str, Any]], None]:
     )
 
 
+def _decision_appender(write: Any) -> Callable[..., None] | None:
+    """The audit chain's field-by-field route, when ``write`` is an exact chain's append."""
+    chain = getattr(write, "__self__", None)
+    if chain is None or getattr(write, "__func__", None) is not type(chain).append:
+        return None
+    try:
+        from jevqueue.audit import AuditChain
+    except ImportError:  # pragma: no cover - the audit package is part of jevqueue
+        return None
+    if type(chain) is not AuditChain:
+        return None
+    appender: Callable[..., None] | None = chain._decision_appender()
+    return appender
+
+
+def _unfulfilled(verdict: Verdict) -> Verdict:
+    """``verdict`` when no approval record was supplied for its ``explicit_approval``.
+
+    The first attempt of every approval flow: nothing to check, nothing to burn.
+    """
+    return Verdict._trusted(
+        verdict.kind,
+        (
+            *verdict.reasons,
+            "explicit approval required: no approval record supplied; obtain one for "
+            f"{verdict.action_digest} and retry",
+        ),
+        verdict.obligations,
+        None,
+        verdict.action_digest,
+        verdict.policy_revision,
+        verdict.rule_ids,
+    )
+
+
+def _signal(action: Action, verdict: Verdict) -> JevError | None:
+    """The error :meth:`PolicyEnforcementPoint.enforce` raises for ``verdict``, if any."""
+    kind = verdict.kind
+    if kind is VerdictKind.DENY:
+        return PolicyDeniedError(
+            f"the policy denied {action.tool}: " + "; ".join(verdict.reasons), verdict
+        )
+    if kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and verdict.obligations:
+        return UnfulfilledObligationError(
+            f"{action.tool} needs {', '.join(verdict.obligations)} before it may run: "
+            f"obtain an approval for exactly {verdict.action_digest} from a trusted "
+            "authority and retry with the ApprovalRecord",
+            verdict,
+        )
+    return None
+
+
 class PolicyEnforcementPoint:
     """Judges each action, fulfils approvals, audits, and says whether it may run.
 
@@ -174,6 +227,8 @@ class PolicyEnforcementPoint:
         self._write: Callable[[dict[str, Any]], None] | None = (
             None if audit_logger is None else _sink_writer(audit_logger)
         )
+        # The same record, written field by field (no event dict) into an SQLite log.
+        self._append_decision: Callable[..., None] | None = _decision_appender(self._write)
 
     @property
     def revision(self) -> str:
@@ -222,18 +277,9 @@ class PolicyEnforcementPoint:
                 ``.verdict.action_digest``, obtain an approval for exactly it, and retry.
         """
         verdict, audit_error = self._decide(action, approval_records)
-        kind = verdict.kind
-        if kind is VerdictKind.DENY:
-            raise PolicyDeniedError(
-                f"the policy denied {action.tool}: " + "; ".join(verdict.reasons), verdict
-            ) from audit_error
-        if kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and verdict.obligations:
-            raise UnfulfilledObligationError(
-                f"{action.tool} needs {', '.join(verdict.obligations)} before it may run: "
-                f"obtain an approval for exactly {verdict.action_digest} from a trusted "
-                "authority and retry with the ApprovalRecord",
-                verdict,
-            )
+        signal = _signal(action, verdict)
+        if signal is not None:
+            raise signal from audit_error
         return verdict
 
     def _decide(
@@ -252,13 +298,42 @@ class PolicyEnforcementPoint:
                 f"the policy decision point failed ({type(error).__name__}): denied to fail closed",
                 rule_ids=(PDP_FAILED,),
             )
-        verdict = verdict.bound(digest, revision)
+        if verdict.action_digest != digest or verdict.policy_revision != revision:
+            verdict = verdict.bound(digest, revision)
         if verdict.kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and verdict.obligations:
-            verdict = self._fulfil(verdict, action, approval_records)
+            if (
+                type(approval_records) is tuple
+                and not approval_records
+                and _EXPLICIT_APPROVAL in verdict.obligations
+            ):
+                verdict = _unfulfilled(verdict)  # what _fulfil answers, without the checks
+            else:
+                verdict = self._fulfil(verdict, action, approval_records)
         if self._write is None:
             return verdict, None
         try:
-            self._write(self._event(action, verdict))
+            append_decision = self._append_decision
+            if append_decision is None:
+                self._write(self._event(action, verdict))
+            else:
+                context = action.context
+                append_decision(
+                    new_decision_id(),
+                    utc_timestamp(),
+                    verdict.action_digest,
+                    action.tool,
+                    verdict.kind.value,
+                    verdict.allowed,
+                    verdict.reasons,
+                    verdict.obligations,
+                    verdict.rule_ids,
+                    verdict.policy_revision,
+                    context.task_id,
+                    context.actor_id,
+                    context.environment,
+                    context.workspace,
+                    context.git_sha,
+                )
         except Exception as error:
             audit_error = AuditWriteError(
                 f"the audit record for {digest} could not be written ({type(error).__name__}); "
@@ -293,20 +368,7 @@ class PolicyEnforcementPoint:
         else:
             records = tuple(approval_records)
         if not records:
-            # The first attempt of every approval flow: nothing to check, nothing to burn.
-            return Verdict._trusted(
-                verdict.kind,
-                (
-                    *verdict.reasons,
-                    "explicit approval required: no approval record supplied; obtain one for "
-                    f"{verdict.action_digest} and retry",
-                ),
-                verdict.obligations,
-                None,
-                verdict.action_digest,
-                verdict.policy_revision,
-                verdict.rule_ids,
-            )
+            return _unfulfilled(verdict)
         try:
             check_approvals = _check_approvals()
             consumed = self.consumed_approvals if self.approval_verifier is not None else None

@@ -21,6 +21,9 @@ from typing import Any
 
 __all__ = ["Verdict", "VerdictKind"]
 
+_new = object.__new__
+_set_attribute = object.__setattr__
+
 
 class VerdictKind(str, Enum):
     """The closed set of verdict kinds."""
@@ -120,15 +123,19 @@ class Verdict:
 
         Skips ``__post_init__``: every part must come from a valid verdict of this kind.
         """
-        verdict = object.__new__(cls)
-        verdict.__dict__.update(
-            kind=kind,
-            reasons=reasons,
-            obligations=obligations,
-            repaired=repaired,
-            action_digest=action_digest,
-            policy_revision=policy_revision,
-            rule_ids=rule_ids,
+        verdict = _new(cls)
+        _set_attribute(
+            verdict,
+            "__dict__",
+            {
+                "kind": kind,
+                "reasons": reasons,
+                "obligations": obligations,
+                "repaired": repaired,
+                "action_digest": action_digest,
+                "policy_revision": policy_revision,
+                "rule_ids": rule_ids,
+            },
         )
         return verdict
 

@@ -8,14 +8,17 @@ from typing import TYPE_CHECKING, Any
 
 from jevqueue.action import Action
 from jevqueue.errors import ConfigurationError, UsageError
+from jevqueue.pep import PolicyEnforcementPoint, _signal
 from jevqueue.registry import ToolRegistry, generic_registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.context import ExecutionContext
-    from jevqueue.pep import PolicyEnforcementPoint
     from jevqueue.verdict import Verdict
 
 __all__ = ["GenericAdapter"]
+
+# This thread's latest (action, verdict); one attribute, so each update is one write.
+_NO_STATE: tuple[None, None] = (None, None)
 
 
 class GenericAdapter:
@@ -51,14 +54,14 @@ class GenericAdapter:
     @property
     def last_verdict(self) -> Verdict | None:
         """The verdict of this thread's latest call (the repaired proposal lives here)."""
-        verdict: Verdict | None = getattr(self._local, "verdict", None)
-        return verdict
+        state: tuple[Action | None, Verdict | None] = getattr(self._local, "state", _NO_STATE)
+        return state[1]
 
     @property
     def last_action(self) -> Action | None:
         """The action of this thread's latest call that got past validation."""
-        action: Action | None = getattr(self._local, "action", None)
-        return action
+        state: tuple[Action | None, Verdict | None] = getattr(self._local, "state", _NO_STATE)
+        return state[0]
 
     def build_action(
         self,
@@ -71,16 +74,15 @@ class GenericAdapter:
         Raises:
             UsageError: the context, tool name or arguments are invalid (a typed subclass).
         """
-        local = self._local
-        local.verdict = None
         try:
             action = Action.build(self.registry, tool_name, arguments, context)
         except BaseException as error:
-            local.action = None
+            self._local.state = _NO_STATE
             if isinstance(error, UsageError):
                 self.pep.audit_rejection(tool_name, context, error)
             raise
-        local.action = action
+        # One thread-local write: this thread's action, and no verdict yet.
+        self._local.state = (action, None)
         return action
 
     def intercept_tool_call(
@@ -110,12 +112,22 @@ class GenericAdapter:
             UsageError: the context, tool name or arguments are invalid (typed subclass).
         """
         action = self.build_action(tool_name, arguments, context)
+        pep = self.pep
+        if type(pep) is PolicyEnforcementPoint and "enforce" not in pep.__dict__:
+            # PolicyEnforcementPoint.enforce, unrolled: the verdict is kept before the
+            # error is raised, so the error leaves through one frame fewer.
+            verdict, audit_error = pep._decide(action, approval_records)
+            self._local.state = (action, verdict)
+            signal = _signal(action, verdict)
+            if signal is not None:
+                raise signal from audit_error
+            return verdict.allowed
         try:
-            verdict = self.pep.enforce(action, approval_records)
+            verdict = pep.enforce(action, approval_records)
         except Exception as error:
-            self._local.verdict = getattr(error, "verdict", None)
+            self._local.state = (action, getattr(error, "verdict", None))
             raise
-        self._local.verdict = verdict
+        self._local.state = (action, verdict)
         return verdict.allowed
 
     def check(
@@ -135,5 +147,5 @@ class GenericAdapter:
         """
         action = self.build_action(tool_name, arguments, context)
         verdict = self.pep.evaluate(action, approval_records)
-        self._local.verdict = verdict
+        self._local.state = (action, verdict)
         return verdict

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -97,6 +98,36 @@ class AuditChain:
 
     # the seed's logger shape: a chain can itself be handed to code that calls .log(event)
     log = append
+
+    def _decision_appender(self) -> Callable[..., None] | None:
+        """The enforcement point's faster route into an exact :class:`SQLiteAuditLog`.
+
+        Returns a function taking the fields of :meth:`SQLiteAuditLog._append_decision`
+        that appends them exactly as :meth:`append` would append them as an event, or
+        ``None`` when the sink is anything else (subclasses included: they may store
+        records their own way).
+        """
+        log = self._log
+        # An SQLiteAuditLog exists only once its module is loaded: no import here.
+        module = sys.modules.get("jevqueue.audit._sqlite_log")
+        if module is None or type(log) is not module.SQLiteAuditLog:
+            return None
+        append_decision: Callable[..., str] = getattr(log, "_append_decision")  # noqa: B009
+        lock = self._lock
+
+        def append(*fields: Any) -> None:
+            with lock:
+                try:
+                    self._head = append_decision(*fields)
+                except AuditWriteError:
+                    raise
+                except Exception as error:
+                    raise AuditWriteError(
+                        f"the audit log {type(log).__name__} failed ({type(error).__name__}: "
+                        f"{error}); the decision was not recorded and its call is denied"
+                    ) from error
+
+        return append
 
     @staticmethod
     def _write_to_log(log: ChainedAuditLog, event: Mapping[str, Any]) -> AuditRecord:

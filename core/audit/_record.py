@@ -219,7 +219,7 @@ _UTC_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})(?:\+00:00|Z)")
 _UTC_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
-def _plain_list(value: Any) -> str | None:
+def plain_list(value: Any) -> str | None:
     """The canonical JSON array of a list or tuple of exact strings, else ``None``."""
     kind = type(value)
     if kind is not tuple and kind is not list:
@@ -230,6 +230,53 @@ def _plain_list(value: Any) -> str | None:
         if type(item) is not str:
             return None
     return "[" + ",".join(map(_quote, value)) + "]"
+
+
+def plain_record_hash(
+    decision_id: str,
+    timestamp: str,
+    action_digest: str,
+    tool: str,
+    result: str,
+    allowed: bool,
+    reasons_json: str,
+    obligations_json: str,
+    rule_ids_json: str,
+    policy_revision: str,
+    task_id: str,
+    actor_id: str,
+    environment: str,
+    workspace: str,
+    git_sha: str,
+    prev_hash: str,
+) -> str:
+    """The ``record_hash`` of a record given as exact strings and canonical JSON arrays.
+
+    Writes the canonical form directly, in the key order and with the escaping of
+    :func:`canonical_record_bytes` (which a test pins against RFC 8785).
+
+    Raises:
+        AuditWriteError: a field holds text that cannot be encoded (a lone surrogate).
+    """
+    quote = _quote
+    text = (
+        f'{{"action_digest":{quote(action_digest)},"actor_id":{quote(actor_id)},'
+        f'"allowed":{"true" if allowed else "false"},"decision_id":{quote(decision_id)},'
+        f'"environment":{quote(environment)},"git_sha":{quote(git_sha)},'
+        f'"obligations":{obligations_json},"policy_revision":{quote(policy_revision)},'
+        f'"prev_hash":{quote(prev_hash)},"reasons":{reasons_json},"result":{quote(result)},'
+        f'"rule_ids":{rule_ids_json},"task_id":{quote(task_id)},'
+        f'"timestamp":{quote(timestamp)},"tool":{quote(tool)},'
+        f'"workspace":{quote(workspace)}}}'
+    )
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise AuditWriteError(
+            "an audit field holds text that is not valid Unicode (a lone surrogate); "
+            "the decision was not recorded and its call is denied"
+        ) from error
+    return "sha256:" + hashlib.sha256(encoded).hexdigest()
 
 
 def _chained_plain(
@@ -278,29 +325,29 @@ def _chained_plain(
     reasons = get("reasons", ())
     obligations = get("obligations", ())
     rule_ids = get("rule_ids", ())
-    reasons_json = _plain_list(reasons)
-    obligations_json = _plain_list(obligations)
-    rule_ids_json = _plain_list(rule_ids)
+    reasons_json = plain_list(reasons)
+    obligations_json = plain_list(obligations)
+    rule_ids_json = plain_list(rule_ids)
     if reasons_json is None or obligations_json is None or rule_ids_json is None:
         return None
-    quote = _quote
-    text = (
-        f'{{"action_digest":{quote(action_digest)},"actor_id":{quote(actor_id)},'
-        f'"allowed":{"true" if allowed else "false"},"decision_id":{quote(decision_id)},'
-        f'"environment":{quote(environment)},"git_sha":{quote(git_sha)},'
-        f'"obligations":{obligations_json},"policy_revision":{quote(policy_revision)},'
-        f'"prev_hash":{quote(prev_hash)},"reasons":{reasons_json},"result":{quote(result)},'
-        f'"rule_ids":{rule_ids_json},"task_id":{quote(task_id)},'
-        f'"timestamp":{quote(timestamp)},"tool":{quote(tool)},'
-        f'"workspace":{quote(workspace)}}}'
+    record_hash = plain_record_hash(
+        decision_id,
+        timestamp,
+        action_digest,
+        tool,
+        result,
+        allowed,
+        reasons_json,
+        obligations_json,
+        rule_ids_json,
+        policy_revision,
+        task_id,
+        actor_id,
+        environment,
+        workspace,
+        git_sha,
+        prev_hash,
     )
-    try:
-        encoded = text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise AuditWriteError(
-            "an audit field holds text that is not valid Unicode (a lone surrogate); "
-            "the decision was not recorded and its call is denied"
-        ) from error
     record = object.__new__(cls)
     record.__dict__.update(
         decision_id=decision_id,
@@ -315,7 +362,7 @@ def _chained_plain(
         actor_id=actor_id,
         environment=environment,
         prev_hash=prev_hash,
-        record_hash="sha256:" + hashlib.sha256(encoded).hexdigest(),
+        record_hash=record_hash,
         rule_ids=rule_ids if type(rule_ids) is tuple else tuple(rule_ids),
         workspace=workspace,
         git_sha=git_sha,

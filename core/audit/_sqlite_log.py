@@ -10,7 +10,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from jevqueue.audit._record import GENESIS_HASH, AuditRecord, json_string_list
+from jevqueue.audit._record import (
+    GENESIS_HASH,
+    AuditRecord,
+    json_string_list,
+    plain_list,
+    plain_record_hash,
+)
 from jevqueue.audit._sink import ChainedAuditLog
 from jevqueue.errors import AuditWriteError, ConfigurationError
 
@@ -239,6 +245,140 @@ class SQLiteAuditLog(ChainedAuditLog):
             record = self._append_locked(connection, event)
             self._head = record.record_hash
             return record
+
+    def _append_decision(
+        self,
+        decision_id: str,
+        timestamp: str,
+        action_digest: str,
+        tool: str,
+        result: str,
+        allowed: bool,
+        reasons: Any,
+        obligations: Any,
+        rule_ids: Any,
+        policy_revision: str,
+        task_id: str,
+        actor_id: str,
+        environment: str,
+        workspace: str,
+        git_sha: str,
+    ) -> str:
+        """:meth:`append` for one decision given field by field; return its record hash.
+
+        The enforcement point's route: the record is the one :meth:`append` would store
+        for the same fields as an event, without building the event, the record object
+        or the lists' JSON twice. ``timestamp`` must already be in the record's form
+        (``YYYY-MM-DDTHH:MM:SS.ffffffZ``). Anything unusual (a value that is not an exact
+        ``str``, a list of something else, another writer having moved the head) takes
+        the general route.
+
+        Raises:
+            AuditWriteError: the record could not be written; nothing was stored.
+        """
+        reasons_json = plain_list(reasons)
+        obligations_json = plain_list(obligations)
+        rule_ids_json = plain_list(rule_ids)
+        if (
+            reasons_json is None
+            or obligations_json is None
+            or rule_ids_json is None
+            or type(decision_id) is not str
+            or not decision_id
+            or type(timestamp) is not str
+            or type(action_digest) is not str
+            or type(tool) is not str
+            or type(result) is not str
+            or not result
+            or (allowed is not True and allowed is not False)
+            or type(policy_revision) is not str
+            or type(task_id) is not str
+            or type(actor_id) is not str
+            or type(environment) is not str
+            or type(workspace) is not str
+            or type(git_sha) is not str
+        ):
+            reasons_json = None
+        with self._lock:
+            connection = self._current()
+            prev_hash = self._head
+            if prev_hash is not None and reasons_json is not None:
+                assert obligations_json is not None and rule_ids_json is not None
+                record_hash = plain_record_hash(
+                    decision_id,
+                    timestamp,
+                    action_digest,
+                    tool,
+                    result,
+                    allowed,
+                    reasons_json,
+                    obligations_json,
+                    rule_ids_json,
+                    policy_revision,
+                    task_id,
+                    actor_id,
+                    environment,
+                    workspace,
+                    git_sha,
+                    prev_hash,
+                )
+                try:
+                    before = connection.total_changes
+                    self._cursor.execute(
+                        _APPEND,
+                        (
+                            decision_id,
+                            timestamp,
+                            action_digest,
+                            tool,
+                            result,
+                            reasons_json,
+                            obligations_json,
+                            rule_ids_json,
+                            policy_revision,
+                            task_id,
+                            actor_id,
+                            environment,
+                            workspace,
+                            git_sha,
+                            1 if allowed else 0,
+                            prev_hash,
+                            record_hash,
+                            prev_hash,
+                        ),
+                    )
+                    changes = connection.total_changes - before
+                except sqlite3.Error as error:
+                    self._head = None
+                    raise self._write_error(error) from error
+                if changes == 2:  # the row and the head
+                    self._head = record_hash
+                    return record_hash
+                self._head = None  # another writer moved the head: read it under the lock
+                if changes != 0:  # pragma: no cover - a trigger of the file interfered
+                    raise AuditWriteError(
+                        f"the audit log {str(self.path)!r} did not store the record and move "
+                        "its head together as expected (a trigger in the file?); the call is "
+                        "denied: check the log with `jevqueue audit verify`"
+                    )
+        event = {
+            "decision_id": decision_id,
+            "timestamp": timestamp,
+            "action_digest": action_digest,
+            "tool": tool,
+            "result": result,
+            "allowed": allowed,
+            "reasons": reasons,
+            "obligations": obligations,
+            "rule_ids": rule_ids,
+            "policy_revision": policy_revision,
+            "task_id": task_id,
+            "actor_id": actor_id,
+            "environment": environment,
+            "workspace": workspace,
+            "git_sha": git_sha,
+        }
+        return self.append(event).record_hash
 
     def _append_locked(
         self, connection: sqlite3.Connection, event: Mapping[str, Any]
