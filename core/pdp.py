@@ -69,7 +69,7 @@ class PolicyDecisionPoint(Protocol):
         ...
 
 
-def _revision(rules: Sequence[Rule], files: Sequence[tuple[str, bytes]]) -> str:
+def _revision(rules: Sequence[Rule], file_digests: Sequence[str]) -> str:
     from jevqueue import __version__
 
     # The version stands in for the default rules' code: a release that changes them
@@ -77,7 +77,7 @@ def _revision(rules: Sequence[Rule], files: Sequence[tuple[str, bytes]]) -> str:
     description = {
         "jevqueue": __version__,
         "rules": [[rule.rule_id, str(getattr(rule, "fingerprint", ""))] for rule in rules],
-        "files": [hashlib.sha256(content).hexdigest() for _, content in files],
+        "files": list(file_digests),
     }
     encoded = json.dumps(description, sort_keys=True, separators=(",", ":")).encode()
     return "sha256:" + hashlib.sha256(encoded).hexdigest()
@@ -287,20 +287,17 @@ def create_default_policy_decision_point(
         PolicyFileError: a policy file cannot be read or is invalid (with file and line).
     """
     rules: list[Rule] = list(default_rules())
-    files: list[tuple[str, bytes]] = []
+    file_digests: list[str] = []
     sources = list(policy_files)
     if sources:
         # Imported only when needed: the default policy has no policy-file dependency.
-        from jevqueue.errors import PolicyFileError
-        from jevqueue.policy_file import load_policy_rules
+        from jevqueue.policy_file import load_policy_file
 
         for source in sources:
-            try:
-                content = Path(source).read_bytes()
-            except OSError as error:
-                raise PolicyFileError(
-                    str(source), None, f"cannot read the policy file ({type(error).__name__})"
-                ) from error
-            files.append((str(source), content))
-            rules.extend(load_policy_rules(Path(source)))
-    return RuleBasedPolicyDecisionPoint(rules, revision=_revision(rules, files), registry=registry)
+            # One read per file: the revision hashes the very bytes the rules came from.
+            report = load_policy_file(Path(source))
+            file_digests.append(report.sha256)
+            rules.extend(report.rules)
+    return RuleBasedPolicyDecisionPoint(
+        rules, revision=_revision(rules, file_digests), registry=registry
+    )

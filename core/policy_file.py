@@ -67,6 +67,7 @@ __all__ = [
     "PolicyFileReport",
     "PolicyFileWarning",
     "check_policy_file",
+    "load_policy_file",
     "load_policy_rules",
 ]
 
@@ -93,6 +94,18 @@ def load_policy_rules(path: str | Path) -> list[Rule]:
             ``.line`` point at the first one, and the message says how many there are
             (``jevqueue policy check FILE`` lists them all).
     """
+    return list(load_policy_file(path).rules)
+
+
+def load_policy_file(path: str | Path) -> PolicyFileReport:
+    """Like :func:`load_policy_rules`, but return the whole report of a usable file.
+
+    The report's ``sha256`` is the digest of exactly the bytes its rules were compiled
+    from, so a policy revision built from it always names the rules in force.
+
+    Raises:
+        PolicyFileError: as :func:`load_policy_rules`.
+    """
     report = check_policy_file(path)
     if report.errors:
         first = report.errors[0]
@@ -105,7 +118,7 @@ def load_policy_rules(path: str | Path) -> list[Rule]:
             f"{first.detail} (and {more} more mistake{'s' if more > 1 else ''}: "
             f"run `jevqueue policy check {first.file}` to list them all)",
         )
-    return list(report.rules)
+    return report
 
 
 def check_policy_file(path: str | Path) -> PolicyFileReport:
