@@ -39,7 +39,7 @@ Windows) treat ``.GIT/hooks`` and ``.git/hooks`` as the same directory.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from jevqueue.action import Action
@@ -230,6 +230,28 @@ def _remember(memo: dict[tuple[str, ...], bool], parts: tuple[str, ...], answer:
     return answer
 
 
+def _fields_where(
+    action: Action,
+    predicate: Callable[[tuple[str, ...]], bool],
+    memo: dict[tuple[str, ...], bool],
+) -> list[str] | None:
+    """The target fields whose folded path satisfies ``predicate`` (memoised), or ``None``."""
+    hits: list[str] | None = None
+    for field, parts in action.folded_targets:
+        if type(parts) is tuple:
+            hit = memo.get(parts)
+            if hit is None:
+                hit = _remember(memo, parts, predicate(parts))
+        else:
+            hit = predicate(parts)
+        if hit:
+            if hits is None:
+                hits = [field]
+            else:
+                hits.append(field)
+    return hits
+
+
 def _is_ci(parts: tuple[str, ...]) -> bool:
     if parts[-1] in _CI_FILES:
         return True
@@ -257,19 +279,7 @@ class CIConfigRule:
         """Match every written target against the CI and automation locations."""
         if action.side_effects.isdisjoint(_WRITES):
             return None
-        hits: list[str] | None = None
-        for field, parts in action.folded_targets:
-            if type(parts) is tuple:
-                ci = _CI_PATHS.get(parts)
-                if ci is None:
-                    ci = _remember(_CI_PATHS, parts, _is_ci(parts))
-            else:
-                ci = _is_ci(parts)
-            if ci:
-                if hits is None:
-                    hits = [field]
-                else:
-                    hits.append(field)
+        hits = _fields_where(action, _is_ci, _CI_PATHS)
         if hits is None:
             return None
         return Verdict.allow_with_obligations(
@@ -330,19 +340,7 @@ class SecretFileRule:
 
     def evaluate(self, action: Action) -> Verdict | None:
         """Match every target against the secret-store names."""
-        hits: list[str] | None = None
-        for field, parts in action.folded_targets:
-            if type(parts) is tuple:
-                secret = _SECRET_PATHS.get(parts)
-                if secret is None:
-                    secret = _remember(_SECRET_PATHS, parts, _is_secret(parts))
-            else:
-                secret = _is_secret(parts)
-            if secret:
-                if hits is None:
-                    hits = [field]
-                else:
-                    hits.append(field)
+        hits = _fields_where(action, _is_secret, _SECRET_PATHS)
         if hits is None:
             return None
         return Verdict.allow_with_obligations(
