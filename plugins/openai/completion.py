@@ -10,22 +10,26 @@ import json
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from jevqueue.host import LOCAL_MODEL_ID
 
 __all__ = [
     "UNNAMED_CALL",
+    "CalledTool",
     "called_tool_names",
+    "read_called_tools",
     "text_completion",
     "tool_call_completion",
     "tool_calls_completion",
 ]
 
 UNNAMED_CALL = "<unnamed>"
-"""Reported by :func:`called_tool_names` for a call whose name cannot be read.
+"""The name of a call whose name cannot be read (see :func:`read_called_tools`).
 
-It never equals a real tool name, so the governor's read-back fails closed on it.
+It never equals a real tool name, so the governor's read-back fails closed on it, and
+:class:`~jevqueue.plugins.openai.PolicyToolRunner` never executes such a call.
 """
 
 
@@ -101,21 +105,89 @@ def tool_calls_completion(
     return _completion(message, "tool_calls", model)
 
 
-def _call_name(call: Any) -> str:
+@dataclass(frozen=True)
+class CalledTool:
+    """One call a chat-completion response makes, as read by :func:`read_called_tools`.
+
+    Attributes:
+        name: The tool called, or :data:`UNNAMED_CALL` when the name cannot be read.
+        arguments: The call's arguments as the provider sent them (usually a JSON string);
+            ``None`` for an unnamed call.
+        call_id: The ``tool_calls[i].id`` ("" when there is none, as for ``function_call``).
+        legacy: True for the legacy ``message.function_call``.
+    """
+
+    name: str
+    arguments: Any
+    call_id: str = ""
+    legacy: bool = False
+
+
+def _read_call(call: Any, *, legacy: bool = False) -> CalledTool:
+    """The one place that decides what a single call is named and what it carries.
+
+    Only ``{"type": "function", "function": {"name": <str>, ...}}`` (``type`` may be left
+    out) has a name. Any other ``type`` (``"custom"``, ...) and a missing or non-string
+    ``function.name`` read as :data:`UNNAMED_CALL`: a name is never taken from another
+    field than the one the call is executed from.
+    """
+    call_id = call.get("id") if isinstance(call, Mapping) else None
+    call_id = call_id if isinstance(call_id, str) else ""
+    unnamed = CalledTool(UNNAMED_CALL, None, call_id, legacy)
     if not isinstance(call, Mapping):
-        return UNNAMED_CALL
-    # {"type": "function", "function": {"name": ...}}, and {"type": "custom", "custom": {...}}
-    body = call.get(call.get("type", "function")) or call.get("function")
-    name = body.get("name") if isinstance(body, Mapping) else None
-    return name if isinstance(name, str) and name else UNNAMED_CALL
+        return unnamed
+    if "type" in call and call["type"] != "function":
+        return unnamed
+    function = call.get("function")
+    if not isinstance(function, Mapping):
+        return unnamed
+    name = function.get("name")
+    if not isinstance(name, str) or not name or name == UNNAMED_CALL:
+        return unnamed
+    return CalledTool(name, function.get("arguments"), call_id, legacy)
+
+
+def read_called_tools(response: Any) -> list[CalledTool]:
+    """Every call a chat-completion response makes, in order; ``[]`` for prose.
+
+    Reads ``choices[0].message.tool_calls`` and then the legacy ``function_call``. The
+    governor's read-back (:func:`called_tool_names`) and
+    :class:`~jevqueue.plugins.openai.PolicyToolRunner` both read calls through this one
+    function, so the tool the read-back checked is the tool that runs. A call whose name
+    cannot be read is kept, named :data:`UNNAMED_CALL`, rather than dropped.
+
+    Args:
+        response: A response body as returned by the host (a dict).
+
+    Returns:
+        The calls; empty when the reply is prose.
+    """
+    if not isinstance(response, Mapping):
+        return [_read_call(None)]
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        return []
+    message = choices[0].get("message")
+    if not isinstance(message, Mapping):
+        return []
+    calls: list[CalledTool] = []
+    tool_calls = message.get("tool_calls")
+    if isinstance(tool_calls, list):
+        calls.extend(_read_call(call) for call in tool_calls)
+    elif tool_calls is not None:
+        calls.append(_read_call(None))
+    function_call = message.get("function_call")
+    if function_call is not None:
+        calls.append(_read_call({"type": "function", "function": function_call}, legacy=True))
+    return calls
 
 
 def called_tool_names(response: Any) -> list[str]:
     """The tool names a chat-completion response calls, in order; ``[]`` for prose.
 
-    Reads ``choices[0].message.tool_calls`` and the legacy ``function_call``. A call whose
-    name cannot be read is reported as :data:`UNNAMED_CALL` rather than dropped, so that
-    whoever checks the result sees that something was called.
+    The names of :func:`read_called_tools`: ``tool_calls`` and the legacy
+    ``function_call``, a call whose name cannot be read reported as
+    :data:`UNNAMED_CALL` so that whoever checks the result sees that something was called.
 
     Args:
         response: A response body as returned by the host (a dict).
@@ -123,21 +195,4 @@ def called_tool_names(response: Any) -> list[str]:
     Returns:
         The called names; empty when the reply is prose.
     """
-    if not isinstance(response, Mapping):
-        return [UNNAMED_CALL]
-    choices = response.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        return []
-    message = choices[0].get("message")
-    if not isinstance(message, Mapping):
-        return []
-    names: list[str] = []
-    tool_calls = message.get("tool_calls")
-    if isinstance(tool_calls, list):
-        names.extend(_call_name(call) for call in tool_calls)
-    elif tool_calls is not None:
-        names.append(UNNAMED_CALL)
-    function_call = message.get("function_call")
-    if function_call is not None:
-        names.append(_call_name({"type": "function", "function": function_call}))
-    return names
+    return [call.name for call in read_called_tools(response)]

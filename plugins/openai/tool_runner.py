@@ -2,16 +2,20 @@
 
 The governor decides which tool the model must call; :class:`PolicyToolRunner` decides
 whether the concrete call — name, canonical arguments, execution context — may run. For
-each call in ``choices[0].message.tool_calls`` it builds the canonical
-:class:`~jevqueue.action.Action`, asks the :class:`~jevqueue.pep.PolicyEnforcementPoint`
-(which audits every decision) and only then runs the function. A denied call, a call
-awaiting approval, a repair proposal, a call the registry refuses and a call whose
-arguments are not JSON all become a ``tool`` message the model reads, never a crash and
-never an execution.
+each call in ``choices[0].message.tool_calls`` (and the legacy ``function_call``) it
+builds the canonical :class:`~jevqueue.action.Action`, asks the
+:class:`~jevqueue.pep.PolicyEnforcementPoint` (which audits every decision) and only then
+runs the function. Calls are read by
+:func:`~jevqueue.plugins.openai.completion.read_called_tools`, the same reader as the
+governor's read-back, so the tool that runs is the tool the read-back checked. A denied
+call, a call awaiting approval, a repair proposal, a call the registry refuses, a call
+whose name cannot be read and a call whose arguments are not JSON all become a message the
+model reads, never a crash and never an execution.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +30,7 @@ from jevqueue.errors import (
     UsageError,
 )
 from jevqueue.pep import PolicyEnforcementPoint
+from jevqueue.plugins.openai.completion import UNNAMED_CALL, CalledTool, read_called_tools
 from jevqueue.registry import ToolRegistry
 from jevqueue.verdict import Verdict, VerdictKind
 
@@ -48,6 +53,7 @@ class ToolCallResult:
         verdict: The policy's verdict, when the call was evaluated.
         approval_requested: The action digest an approver must sign before the call may
             run, when the policy asks for an explicit approval.
+        legacy: True when the result answers a legacy ``function_call``.
     """
 
     call_id: str
@@ -58,9 +64,16 @@ class ToolCallResult:
     executed: bool
     verdict: Verdict | None = None
     approval_requested: str | None = None
+    legacy: bool = False
 
     def message(self) -> dict[str, Any]:
-        """The ``tool`` message to append to the conversation."""
+        """The message to append to the conversation.
+
+        A ``tool`` message answering ``call_id``; for a legacy ``function_call``, the
+        ``function`` message that answers it.
+        """
+        if self.legacy:
+            return {"role": "function", "name": self.name, "content": self.content}
         return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
 
 
@@ -111,33 +124,43 @@ class PolicyToolRunner:
     ) -> list[ToolCallResult]:
         """Judge and run every tool call of a chat-completion response, in order.
 
+        Calls are read exactly as the governor's read-back reads them
+        (:func:`~jevqueue.plugins.openai.completion.read_called_tools`). A call whose name
+        cannot be read (:data:`~jevqueue.plugins.openai.UNNAMED_CALL`: a ``type`` other
+        than ``"function"``, or no string ``function.name``) is refused and audited, never
+        run.
+
         Args:
-            response: The response body (``choices[0].message.tool_calls``).
+            response: The response body (``choices[0].message.tool_calls`` and the legacy
+                ``function_call``).
             approval_records: Approvals to present for calls that need one; each is bound
                 to one action digest and used at most once.
 
         Returns:
-            One result per call; ``[]`` when the response calls nothing.
+            One result per call, in order; ``[]`` when the response calls nothing.
         """
-        choices = response.get("choices") or [{}]
-        message = choices[0].get("message") or {}
         results: list[ToolCallResult] = []
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, Mapping) else None
-            if not isinstance(function, Mapping):
-                results.append(
-                    ToolCallResult("", "", {}, "error: a tool call without a function", True, False)
-                )
-                continue
-            results.append(
-                self.run_call(
-                    str(function.get("name", "")),
-                    function.get("arguments", "{}"),
-                    call_id=str(call.get("id", "")),
+        for call in read_called_tools(response):
+            if call.name == UNNAMED_CALL:
+                result = self._refuse_unnamed(call)
+            else:
+                result = self.run_call(
+                    call.name,
+                    call.arguments,
+                    call_id=call.call_id,
                     approval_records=approval_records,
                 )
-            )
+            results.append(dataclasses.replace(result, legacy=call.legacy))
         return results
+
+    def _refuse_unnamed(self, call: CalledTool) -> ToolCallResult:
+        error = UsageError(
+            "a tool call whose name cannot be read: only "
+            '{"type": "function", "function": {"name": ..., "arguments": ...}} names a '
+            "tool; ask the model to call the tool again in that shape"
+        )
+        self._pep.audit_rejection(UNNAMED_CALL, self._context, error)
+        return self._refused(call.call_id, UNNAMED_CALL, {}, f"not run: {error}")
 
     def run_call(
         self,
