@@ -33,6 +33,7 @@ from jevqueue.plugins.langgraph._framework import (
     HumanMessage,
     SystemMessage,
 )
+from jevqueue.plugins.langgraph.called_tools import called_tools
 from jevqueue.plugins.langgraph.model_node import OnDisobey, local_message
 from jevqueue.plugins.langgraph.openai_forms import MessageForms, ToolForms
 from jevqueue.plugins.langgraph.tool_choice import ToolChoice
@@ -56,16 +57,6 @@ def _message(response: Any) -> Any:
         if isinstance(message, AIMessage):
             return message
     return response
-
-
-def _called(response: Any) -> list[str]:
-    message = _message(response)
-    names = [str(c.get("name")) for c in getattr(message, "tool_calls", None) or ()]
-    names += [
-        str(c.get("name") or "<unnamed>")
-        for c in getattr(message, "invalid_tool_calls", None) or ()
-    ]
-    return names
 
 
 class _RequestHost:
@@ -103,7 +94,7 @@ class _RequestHost:
         return self._handler(request.override(**changes))
 
     def called_tools(self, response: Any) -> list[str]:
-        return _called(response)
+        return called_tools(_message(response))
 
     def say(self, text: str) -> Any:
         return ModelResponse(result=[local_message(text)])

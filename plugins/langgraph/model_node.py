@@ -10,7 +10,6 @@ from jevqueue.decision import Decision
 from jevqueue.errors import ConfigurationError, ProviderDisobeyedError
 from jevqueue.governor import Governor
 from jevqueue.host import LOCAL_MODEL_ID
-from jevqueue.path import Path
 from jevqueue.plugins.langgraph._framework import (
     AIMessage,
     BaseMessage,
@@ -21,6 +20,7 @@ from jevqueue.plugins.langgraph._framework import (
     convert_to_openai_tool,
     var_child_runnable_config,
 )
+from jevqueue.plugins.langgraph.called_tools import called_tools
 from jevqueue.plugins.langgraph.openai_forms import MessageForms
 from jevqueue.plugins.langgraph.tool_choice import ToolChoice
 
@@ -56,16 +56,6 @@ def local_message(
         tool_calls=calls,
         response_metadata={"model_name": LOCAL_MODEL_ID},
     )
-
-
-def _called(response: Any) -> list[str]:
-    names = [str(call.get("name")) for call in getattr(response, "tool_calls", None) or ()]
-    # A call the integration could not parse is still a call the model made.
-    names += [
-        str(call.get("name") or "<unnamed>")
-        for call in getattr(response, "invalid_tool_calls", None) or ()
-    ]
-    return names
 
 
 class _TurnHost:
@@ -112,7 +102,7 @@ class _TurnHost:
         return runnable.invoke(messages, config)
 
     def called_tools(self, response: Any) -> list[str]:
-        return _called(response)
+        return called_tools(response)
 
     def say(self, text: str) -> AIMessage:
         return local_message(text)
@@ -248,19 +238,6 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
             return [system, *messages]
         return messages
 
-    def _checked(self, response: Any) -> dict[str, list[Any]]:
-        decision = self.governor.last
-        invalid = getattr(response, "invalid_tool_calls", None)
-        if decision is not None and decision.path is Path.TOOL and invalid:
-            raise ProviderDisobeyedError(
-                f"The provider ignored the selected tool; execution blocked: the forced call "
-                f"of {decision.tool!r} came back with arguments that do not parse "
-                f"({invalid[0].get('error')!r})",
-                expected=[decision.tool or ""],
-                called=_called(response),
-            )
-        return {self.messages_key: [response]}
-
     def _refused(self, error: ProviderDisobeyedError) -> dict[str, list[Any]]:
         if self.on_disobey == "raise":
             raise error
@@ -289,7 +266,7 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
     def _run(self, state: Any, config: RunnableConfig | None) -> dict[str, list[Any]]:
         host = _TurnHost(self, self._conversation(state), config, asynchronous=False)
         try:
-            return self._checked(self.governor.step(host))
+            return {self.messages_key: [self.governor.step(host)]}
         except ProviderDisobeyedError as error:
             return self._refused(error)
         finally:
@@ -298,7 +275,7 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
     async def _arun(self, state: Any, config: RunnableConfig | None) -> dict[str, list[Any]]:
         host = _TurnHost(self, self._conversation(state), config, asynchronous=True)
         try:
-            return self._checked(await self.governor.astep(host))
+            return {self.messages_key: [await self.governor.astep(host)]}
         except ProviderDisobeyedError as error:
             return self._refused(error)
         finally:

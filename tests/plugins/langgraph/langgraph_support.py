@@ -24,6 +24,7 @@ from jevqueue.pdp import create_default_policy_decision_point
 from jevqueue.plugins.langgraph import tool_spec
 from jevqueue.testing.recording_audit import RecordingAuditSink
 from jevqueue.thresholds import Thresholds
+from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
 GIT_SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -39,6 +40,22 @@ class FixedBallot:
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> Mapping[str, float]:
         return dict(self.scores)
+
+
+def unparsed_call(name: str) -> AIMessage:
+    """A reply whose one call of ``name`` has arguments LangChain could not parse."""
+    return AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {
+                "name": name,
+                "args": "{not json",
+                "id": "c1",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
 
 
 def fixed_governor(**scores: float) -> Governor:

@@ -11,16 +11,19 @@ import pytest
 pytest.importorskip(
     "langgraph", reason='the LangGraph extra is not installed: pip install "jevqueue[langgraph]"'
 )
+from jevqueue import Governor, Path
 from jevqueue.errors import ProviderDisobeyedError
+from jevqueue.host import LOCAL_MODEL_ID
 from jevqueue.plugins.langgraph import GovernorMiddleware, PolicyMiddleware
 from jevqueue.plugins.langgraph.testing import ScriptedChatModel, scripted_tool_call
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from langgraph_support import Policy, Toolbox, fixed_governor
+from langgraph_support import Policy, Toolbox, fixed_governor, unparsed_call
 
 COMMAND = {"command": "make test", "cwd": "."}
+FORCE_READ = {"read_file": 0.95, "write_file": 0.1, "run_command": 0.1}
 
 
 def governed(model: Any, toolbox: Toolbox, policy: Policy, **scores: float) -> Any:
@@ -58,6 +61,61 @@ def test_disobeying_model_raises(toolbox: Toolbox, policy: Policy) -> None:
     with pytest.raises(ProviderDisobeyedError):
         app.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "t"}})
     assert toolbox.runs == []
+
+
+def unparsed_agent(
+    toolbox: Toolbox, policy: Policy, governor: Governor, **options: Any
+) -> tuple[Any, ScriptedChatModel]:
+    model = ScriptedChatModel(steps=[unparsed_call("read_file")])
+    app = create_agent(
+        model,
+        toolbox.tools,
+        middleware=[
+            GovernorMiddleware(governor, **options),
+            PolicyMiddleware(pep=policy.pep, specs=toolbox.specs, context=policy.context),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    return app, model
+
+
+def invoke(app: Any, asynchronous: bool) -> Any:
+    state = {"messages": [HumanMessage("Show notes.txt")]}
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    return asyncio.run(app.ainvoke(state, config)) if asynchronous else app.invoke(state, config)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_an_unparseable_forced_call_is_blocked(
+    toolbox: Toolbox, policy: Policy, asynchronous: bool
+) -> None:
+    governor = fixed_governor(**FORCE_READ)
+    app, model = unparsed_agent(toolbox, policy, governor)
+    with pytest.raises(ProviderDisobeyedError, match="do not parse") as caught:
+        invoke(app, asynchronous)
+    assert model.calls[0].tool_choice == "read_file"
+    assert caught.value.expected == ["read_file"]
+    assert caught.value.called == ["<read_file: arguments do not parse>"]
+    assert governor.last is not None and governor.last.path is Path.TOOL
+    assert governor.last.error is not None
+    assert toolbox.runs == [] and policy.audit.events == []
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_an_unparseable_forced_call_is_replaced_and_recorded(
+    toolbox: Toolbox, policy: Policy, asynchronous: bool
+) -> None:
+    governor = fixed_governor(**FORCE_READ)
+    app, model = unparsed_agent(toolbox, policy, governor, on_disobey="message")
+    result = invoke(app, asynchronous)
+    model.assert_complete()
+    last = result["messages"][-1]
+    assert last.response_metadata["model_name"] == LOCAL_MODEL_ID and not last.tool_calls
+    assert "nothing was executed" in last.content
+    assert not any(getattr(m, "invalid_tool_calls", None) for m in result["messages"])
+    assert governor.last is not None and governor.last.path is Path.TOOL
+    assert governor.last.error is not None and "do not parse" in governor.last.error
+    assert toolbox.runs == [] and policy.audit.events == []
 
 
 def test_denial_and_approval_through_middleware(toolbox: Toolbox, policy: Policy) -> None:

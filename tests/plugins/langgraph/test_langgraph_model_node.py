@@ -24,7 +24,7 @@ from jevqueue.plugins.langgraph.testing import ScriptedChatModel, scripted_tool_
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph_support import Policy, Toolbox, fixed_governor
+from langgraph_support import Policy, Toolbox, fixed_governor, unparsed_call
 
 FORCE_READ = {"read_file": 0.95, "write_file": 0.1, "run_command": 0.1}
 UNSURE = {"read_file": 0.4, "write_file": 0.1, "run_command": 0.1}
@@ -106,22 +106,53 @@ def test_on_disobey_message_replaces_the_response(toolbox: Toolbox, policy: Poli
 def test_a_forced_call_with_unparseable_arguments_is_blocked(
     toolbox: Toolbox, policy: Policy
 ) -> None:
-    broken = AIMessage(
-        content="",
-        invalid_tool_calls=[
-            {
-                "name": "read_file",
-                "args": "{not json",
-                "id": "c1",
-                "error": "bad json",
-                "type": "invalid_tool_call",
-            }
-        ],
-    )
-    app = agent(ScriptedChatModel(steps=[broken]), toolbox, policy, fixed_governor(**FORCE_READ))
-    with pytest.raises(ProviderDisobeyedError, match="do not parse"):
+    governor = fixed_governor(**FORCE_READ)
+    app = agent(ScriptedChatModel(steps=[unparsed_call("read_file")]), toolbox, policy, governor)
+    with pytest.raises(ProviderDisobeyedError, match="do not parse") as caught:
         run(app)
+    assert caught.value.expected == ["read_file"]
+    assert caught.value.called == ["<read_file: arguments do not parse>"]
+    assert governor.last is not None and governor.last.error is not None
     assert toolbox.runs == []
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_an_unparseable_forced_call_is_recorded_as_blocked_when_replaced(
+    toolbox: Toolbox, policy: Policy, asynchronous: bool
+) -> None:
+    governor = fixed_governor(**FORCE_READ)
+    decisions: list[Any] = []
+    app = agent(
+        ScriptedChatModel(steps=[unparsed_call("read_file")]),
+        toolbox,
+        policy,
+        governor,
+        on_disobey="message",
+        on_decision=decisions.append,
+    )
+    state = {"messages": [HumanMessage("Show me notes.txt")]}
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    result = asyncio.run(app.ainvoke(state, config)) if asynchronous else app.invoke(state, config)
+    last = result["messages"][-1]
+    assert last.response_metadata["model_name"] == LOCAL_MODEL_ID
+    assert "nothing was executed" in last.content
+    assert not any(getattr(m, "invalid_tool_calls", None) for m in result["messages"])
+    # The record says the turn was blocked, not that the forced call succeeded.
+    assert governor.last is not None and governor.last.path is Path.TOOL
+    assert governor.last.error is not None and "do not parse" in governor.last.error
+    assert decisions == [governor.last]
+    assert toolbox.runs == []
+
+
+def test_an_unparseable_call_on_a_prose_turn_is_blocked(toolbox: Toolbox, policy: Policy) -> None:
+    governor = fixed_governor(**NOTHING)
+    app = agent(ScriptedChatModel(steps=[unparsed_call("read_file")]), toolbox, policy, governor)
+    with pytest.raises(ProviderDisobeyedError) as caught:
+        run(app, "hi")
+    assert caught.value.expected == []
+    assert caught.value.called == ["<read_file: arguments do not parse>"]
+    assert governor.last is not None and governor.last.path is Path.PROSE
+    assert governor.last.error is not None and toolbox.runs == []
 
 
 def test_a_prose_turn_forbids_tools_and_blocks_a_call(toolbox: Toolbox, policy: Policy) -> None:
