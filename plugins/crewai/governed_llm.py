@@ -66,8 +66,11 @@ class GovernedLLM(BaseLLM):
             refused. Without a guard the LLM keeps its own turn scope.
         react: What to do in ReAct text mode, where nothing can be forced:
             ``"delegate"`` (pass through, warn, record) or ``"raise"``.
-        interrupted: A callable returning True when the user cancelled; consulted after
-            each decision, before any effect.
+        interrupted: A callable returning True when the user cancelled; consulted on
+            every turn after the decision and before any provider call, pass-through turns
+            (no tools, ``response_model``, ReAct text mode) included. When it returns True
+            nothing is sent, the turn is recorded as ``interrupted`` and
+            :class:`~.stops.CrewTurnInterruptedError` is raised.
 
     Raises:
         ConfigurationError: ``inner`` is not a ``BaseLLM``, ``react`` is unknown, or
@@ -278,8 +281,34 @@ class GovernedLLM(BaseLLM):
         )
 
     def _pass_through(self, reason: str) -> None:
+        """Record a pass-through turn, after consulting ``interrupted`` as the governor does.
+
+        The governor is not run on these turns (its ballot and risk rules judge tool
+        choices, and none is made here), so the interruption check it makes between the
+        decision and the effect is made here, with the same outcome: nothing is sent, the
+        turn is recorded as ``interrupted`` and :class:`~.stops.CrewTurnInterruptedError`
+        is raised.
+        """
+        decision = Decision(path=Path.DELEGATE, reason=reason, provider_calls=1)
+        try:
+            stop = self.interrupted is not None and bool(self.interrupted())
+        except BaseException as exc:
+            self._decisions.append(decision.evolve(error=repr(exc)))
+            raise
+        if stop:
+            self._decisions.append(
+                decision.evolve(
+                    path=Path.INTERRUPTED,
+                    provider_calls=0,
+                    reason="interrupted before the delegate effect; nothing was sent",
+                )
+            )
+            raise CrewTurnInterruptedError(
+                "the host reported an interruption before the delegate effect; nothing was "
+                "sent. Start a new turn when the user is ready"
+            )
         self._turn.begin(None)
-        self._decisions.append(Decision(path=Path.DELEGATE, reason=reason, provider_calls=1))
+        self._decisions.append(decision)
 
     def _record_governor(self) -> None:
         last = getattr(self.governor, "last", None)
