@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from jevqueue.audit._record import GENESIS_HASH, AuditRecord
+from jevqueue.audit._record import GENESIS_HASH, AuditRecord, key_names
 from jevqueue.audit._sink import ChainedAuditLog
 from jevqueue.errors import AuditWriteError, ConfigurationError
 
@@ -26,6 +26,30 @@ _TAIL_CHUNK = 8192
 def head_path(path: str | os.PathLike[str]) -> Path:
     """Return the head-anchor file kept beside a JSONL audit log (``<path>.head``)."""
     return Path(f"{os.fspath(path)}.head")
+
+
+def parse_line(line: bytes) -> tuple[Any, list[str]]:
+    """Parse one JSONL line; also return every object key that occurs more than once.
+
+    ``json.loads`` keeps the last of repeated keys while other parsers keep the first, so
+    a line with a repeated key can say two different things; readers of the log refuse it.
+
+    Raises:
+        ValueError: the line is not JSON.
+    """
+    repeated: list[str] = []
+
+    def build(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+        return result
+
+    return json.loads(line, object_pairs_hook=build), repeated
 
 
 def record_line(record: AuditRecord) -> bytes:
@@ -156,12 +180,16 @@ class JsonlAuditLog(ChainedAuditLog):
         """Yield the stored records, oldest first.
 
         Raises:
-            ValueError: a line is not a valid audit record.
+            ValueError: a line is not a valid audit record (including a line with a key
+                that is not a record field, or with a key given twice).
         """
         with self.path.open("rb") as handle:
             for line in handle:
                 if line.strip():
-                    yield AuditRecord.from_dict(json.loads(line))
+                    data, repeated = parse_line(line)
+                    if repeated:
+                        raise ValueError(f"keys given more than once: {key_names(repeated)}")
+                    yield AuditRecord.from_dict(data)
 
     def close(self) -> None:
         """Close the file; later appends raise :class:`AuditWriteError`."""

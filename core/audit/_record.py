@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
@@ -40,11 +40,41 @@ _TEXT_FIELDS = (
 _LIST_FIELDS = ("reasons", "obligations", "rule_ids")
 HASHED_FIELDS = (*_TEXT_FIELDS, *_LIST_FIELDS, "allowed")
 RECORD_FIELDS = (*HASHED_FIELDS, "record_hash")
+_RECORD_FIELD_SET = frozenset(RECORD_FIELDS)
 # Optional caller-supplied fields; everything else about a record is assigned by the chain.
 _EVENT_TEXT_FIELDS = tuple(name for name in _TEXT_FIELDS if name != "prev_hash")
 
 
 _SORTED_FIELDS = tuple((name, f'"{name}":') for name in sorted(HASHED_FIELDS))
+
+
+def unexpected_fields(data: Mapping[str, Any]) -> list[str]:
+    """Return the keys of ``data`` that are not record fields, sorted.
+
+    Such keys are not covered by ``record_hash``: a reader that kept them would present
+    unsigned content as part of the record.
+    """
+    return sorted(str(key) for key in data if key not in _RECORD_FIELD_SET)
+
+
+_NAMES_SHOWN = 8
+_NAME_CHARS = 40
+
+
+def key_names(names: Iterable[str]) -> str:
+    """Name JSON keys in a message: quoted, escaped, long names cut, at most a few shown.
+
+    Keys come from the log being checked, so they are shown as ``repr`` (no raw control
+    characters reach a terminal) and never together with their values.
+    """
+    unique = sorted(set(names))
+    shown = [
+        repr(name if len(name) <= _NAME_CHARS else name[:_NAME_CHARS] + "...")
+        for name in unique[:_NAMES_SHOWN]
+    ]
+    if len(unique) > _NAMES_SHOWN:
+        shown.append(f"and {len(unique) - _NAMES_SHOWN} more")
+    return ", ".join(shown)
 
 
 def json_string_list(values: Sequence[str]) -> str:
@@ -141,12 +171,21 @@ class AuditRecord:
     def from_dict(cls, data: Mapping[str, Any]) -> AuditRecord:
         """Read a record written by :meth:`to_dict`.
 
+        Keys other than the record's fields are refused, not dropped: ``record_hash`` does
+        not cover them, so a record carrying them is not the record that was written.
+
         Raises:
-            ValueError: a field is missing or has the wrong type.
+            ValueError: a field is missing or has the wrong type, or a key is not a field.
         """
         missing = [name for name in RECORD_FIELDS if name not in data]
         if missing:
             raise ValueError(f"missing fields {missing}")
+        unexpected = unexpected_fields(data)
+        if unexpected:
+            raise ValueError(
+                f"keys that are not record fields (not covered by record_hash): "
+                f"{key_names(unexpected)}"
+            )
         for name in (*_TEXT_FIELDS, "record_hash"):
             if not isinstance(data[name], str):
                 raise ValueError(f"field {name!r} is not a string")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -10,8 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from jevqueue.audit._jsonl_log import head_path
-from jevqueue.audit._record import GENESIS_HASH, AuditRecord
+from jevqueue.audit._jsonl_log import head_path, parse_line
+from jevqueue.audit._record import (
+    GENESIS_HASH,
+    RECORD_FIELDS,
+    AuditRecord,
+    key_names,
+    unexpected_fields,
+)
 from jevqueue.audit._sqlite_log import COLUMNS, row_to_record
 from jevqueue.errors import AuditIntegrityError, AuditReadError
 
@@ -34,7 +39,9 @@ class AuditProblem:
             (records missing before ``index``), ``reordered`` (a record out of chain
             order), ``truncated`` (records cut off the end, or a torn last line),
             ``inserted`` (records beyond the log's head anchor), ``duplicated`` (a decision
-            id seen twice), ``malformed`` (a record that cannot be read).
+            id seen twice), ``malformed`` (a record that cannot be read, or a JSONL
+            record with keys outside the record's fields or with a key given twice —
+            content its ``record_hash`` does not vouch for).
         index: the 0-based position in the log, when one record is concerned.
         decision_id: that record's decision id, when it could be read.
         message: a sentence saying what is wrong.
@@ -253,12 +260,10 @@ def _read_jsonl(file: Path) -> _Read:
         if not line.strip():
             continue
         index = len(records)
-        try:
-            parsed = json.loads(line)
-            records.append(AuditRecord.from_dict(parsed))
-        except (ValueError, TypeError, AttributeError) as error:
-            records.append(None)
-            problems.append(AuditProblem("malformed", index, None, f"unreadable line ({error})"))
+        record, problem = _jsonl_record(line, index)
+        records.append(record)
+        if problem is not None:
+            problems.append(problem)
     if torn.strip():
         problems.append(
             AuditProblem(
@@ -285,6 +290,48 @@ def _read_jsonl(file: Path) -> _Read:
     if not data.strip() and not records:
         notes.append("the log is empty")
     return records, problems, head, notes
+
+
+def _jsonl_record(line: bytes, index: int) -> tuple[AuditRecord | None, AuditProblem | None]:
+    """Read one JSONL line: the record (``None`` if unreadable) and what is wrong with it.
+
+    A line with keys outside the record's fields, or with a key given twice, is
+    ``malformed`` even when its hash matches: the extra keys are not covered by
+    ``record_hash``, and of two values for one key each JSON parser may pick another. The
+    record's own fields are still read, so the chain around it is checked as usual.
+    """
+    try:
+        parsed, repeated = parse_line(line)
+    except ValueError as error:
+        return None, AuditProblem("malformed", index, None, f"unreadable line ({error})")
+    if not isinstance(parsed, dict):
+        return None, AuditProblem(
+            "malformed",
+            index,
+            None,
+            f"unreadable line (a JSON {type(parsed).__name__}, not an object)",
+        )
+    decision = _text(parsed.get("decision_id"))
+    unexpected = unexpected_fields(parsed)
+    faults: list[str] = []
+    if unexpected:
+        faults.append(
+            f"keys that are not record fields (not covered by record_hash): {key_names(unexpected)}"
+        )
+        parsed = {name: parsed[name] for name in RECORD_FIELDS if name in parsed}
+    if repeated:
+        faults.append(
+            f"keys given more than once (parsers disagree on which value counts): "
+            f"{key_names(repeated)}"
+        )
+    try:
+        record: AuditRecord | None = AuditRecord.from_dict(parsed)
+    except (ValueError, TypeError) as error:
+        record = None
+        faults.insert(0, f"unreadable line ({error})")
+    if not faults:
+        return record, None
+    return record, AuditProblem("malformed", index, decision, "; ".join(faults))
 
 
 def _text(value: object) -> str | None:

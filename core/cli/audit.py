@@ -33,8 +33,9 @@ def verify(path: str, expect_head: str | None, expect_count: int | None, as_json
     """Check the hash chain of the SQLite or JSONL audit log at PATH.
 
     Prints OK with the record count and head hash, or every record that was edited,
-    deleted, reordered or cut off. Exits 0 when the log verifies, 1 when it does not,
-    2 when it cannot be read.
+    deleted, reordered or cut off, or is malformed (unreadable, or carrying keys outside
+    the record's fields or a key twice). Exits 0 when the log verifies, 1 when it does
+    not, 2 when it cannot be read.
     """
     from jevqueue.audit import verify_audit_log
 

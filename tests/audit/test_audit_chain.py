@@ -97,6 +97,14 @@ def test_record_shape_is_a_decision_log(event: Event) -> None:
     assert AuditRecord.from_dict(data) == record
 
 
+def test_from_dict_refuses_keys_that_are_not_fields(event: Event) -> None:
+    data: dict[str, Any] = AuditChain(RecordingAuditSink()).append(event()).to_dict()
+    data["approved_by"] = "ciso@example.com"
+    with pytest.raises(ValueError, match="'approved_by'") as caught:
+        AuditRecord.from_dict(data)
+    assert "ciso@example.com" not in str(caught.value)
+
+
 def test_the_hash_covers_every_field(event: Event) -> None:
     record = AuditChain(RecordingAuditSink()).append(event())
     for name in HASHED_FIELDS:

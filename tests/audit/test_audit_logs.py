@@ -191,6 +191,25 @@ def test_jsonl_refuses_to_append_after_a_torn_line(tmp_path: Path, event: Event)
         log.append(event())
 
 
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        (lambda line: line[:-2] + b',"approved_by":"ciso"}\n', "not record fields"),
+        (lambda line: b'{"tool":"other",' + line[1:], "more than once"),
+    ],
+    ids=["extra-key", "duplicate-key"],
+)
+def test_jsonl_reader_refuses_keys_the_hash_does_not_cover(
+    change: Callable[[bytes], bytes], complaint: str, tmp_path: Path, event: Event
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    with JsonlAuditLog(path, fsync=False) as log:
+        log.append(event())
+    path.write_bytes(change(path.read_bytes()))
+    with JsonlAuditLog(path, fsync=False) as log, pytest.raises(ValueError, match=complaint):
+        list(log.records())
+
+
 def test_jsonl_refuses_a_directory(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="cannot open"):
         JsonlAuditLog(tmp_path)

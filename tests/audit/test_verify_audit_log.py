@@ -205,6 +205,82 @@ def test_jsonl_garbage_and_duplicates_are_reported(tmp_path: Path, event: Event)
     assert "duplicated" in kinds(verify_audit_log(path))
 
 
+def _with_extra_keys(line: bytes) -> bytes:
+    data = json.loads(line)
+    data["approved_by"] = "ciso@example.com"
+    data["note"] = "executed with break-glass override"
+    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+
+
+def test_jsonl_keys_outside_the_record_are_malformed(tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("jsonl", tmp_path, event)
+    _rewrite(path, lambda lines: [*lines[:2], _with_extra_keys(lines[2]), *lines[3:]])
+    report = verify_audit_log(path)
+    assert kinds(report) == ["malformed"]  # the chain itself is intact: hashes still match
+    problem = report.problems[0]
+    assert (problem.index, problem.decision_id) == (2, ids[2])
+    assert "'approved_by'" in problem.message and "'note'" in problem.message
+    assert "ciso@example.com" not in report.summary()
+    assert "break-glass" not in report.summary()
+    assert report.count == 6 and report.head_hash == verify_audit_log(path).head_hash
+
+
+def test_jsonl_duplicate_key_with_differing_values_is_malformed(
+    tmp_path: Path, event: Event
+) -> None:
+    path, ids = write_log("jsonl", tmp_path, lambda n: event(n, result="DENY"))
+
+    def two_results(line: bytes) -> bytes:
+        # json.loads keeps the last "result" (the hashed DENY); a first-wins parser reads ALLOW.
+        assert line.startswith(b"{")
+        return b'{"result":"ALLOW",' + line[1:]
+
+    _rewrite(path, lambda lines: [*lines[:4], two_results(lines[4]), *lines[5:]])
+    assert json.loads(path.read_bytes().splitlines()[4])["result"] == "DENY"
+    report = verify_audit_log(path)
+    assert kinds(report) == ["malformed"]
+    problem = report.problems[0]
+    assert (problem.index, problem.decision_id) == (4, ids[4])
+    assert "more than once" in problem.message and "'result'" in problem.message
+    assert "ALLOW" not in problem.message and "DENY" not in problem.message
+
+
+def test_jsonl_key_names_are_escaped_and_shortened(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("jsonl", tmp_path, event, count=2)
+
+    def odd_keys(line: bytes) -> bytes:
+        data = json.loads(line)
+        data["\x1b[2Jline\nbreak"] = "v"
+        data["k" * 500] = "v"
+        data.update({f"extra{n}": "v" for n in range(10)})
+        return json.dumps(data).encode() + b"\n"
+
+    _rewrite(path, lambda lines: [lines[0], odd_keys(lines[1])])
+    message = verify_audit_log(path).problems[0].message
+    assert "\x1b" not in message and "\n" not in message
+    assert "\\x1b[2Jline\\nbreak" in message
+    assert "k" * 41 not in message
+    assert "more" in message
+
+
+def test_jsonl_malformed_record_does_not_hide_an_edit(tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("jsonl", tmp_path, event)
+    _rewrite(path, lambda lines: [*lines[:3], _with_extra_keys(_edited(lines[3])), *lines[4:]])
+    report = verify_audit_log(path)
+    assert kinds(report) == ["malformed", "edited"]
+    assert {problem.decision_id for problem in report.problems} == {ids[3]}
+
+
+def test_jsonl_logs_written_and_resumed_verify_clean(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("jsonl", tmp_path, event, count=3)
+    with JsonlAuditLog(path, fsync=False) as log:
+        log.append(event(3))
+        assert len(list(log.records())) == 4
+    report = verify_audit_log(path)
+    assert report.ok, report.summary()
+    assert report.count == 4
+
+
 def test_jsonl_without_its_head_anchor_says_so(tmp_path: Path, event: Event) -> None:
     path, _ = write_log("jsonl", tmp_path, event)
     Path(f"{path}.head").unlink()
@@ -292,6 +368,26 @@ def test_cli_reports_the_problem_and_fails(tmp_path: Path, event: Event) -> None
     assert as_json.exit_code == 1
     report = json.loads(as_json.output)
     assert report["ok"] is False and report["problems"][0]["decision_id"] == ids[3]
+
+
+@pytest.mark.parametrize("change", ["extra", "duplicate"])
+def test_cli_fails_on_unhashed_or_repeated_keys(change: str, tmp_path: Path, event: Event) -> None:
+    path, ids = write_log("jsonl", tmp_path, event)
+
+    def tamper(line: bytes) -> bytes:
+        return _with_extra_keys(line) if change == "extra" else b'{"tool":"other",' + line[1:]
+
+    _rewrite(path, lambda lines: [*lines[:1], tamper(lines[1]), *lines[2:]])
+    result = CliRunner().invoke(main, ["audit", "verify", str(path)])
+    assert result.exit_code == 1, result.output
+    assert "malformed" in result.output and ids[1] in result.output
+    assert "ciso@example.com" not in result.output and '"other"' not in result.output
+    as_json = CliRunner().invoke(main, ["audit", "verify", "--json", str(path)])
+    assert as_json.exit_code == 1
+    problems = json.loads(as_json.output)["problems"]
+    assert [(p["kind"], p["index"], p["decision_id"]) for p in problems] == [
+        ("malformed", 1, ids[1])
+    ]
 
 
 def test_cli_expect_head_catches_a_consistent_truncation(tmp_path: Path, event: Event) -> None:
