@@ -289,7 +289,7 @@ class PolicyFileCompiler:
         environments = self._names(index, raw, "environments", label)
         actors = self._names(index, raw, "actors", label)
         side_effects = self._side_effects(index, raw, label)
-        paths = self._paths(index, raw, label, ignore_case=effect != "allow")
+        paths = self._paths(index, raw, label, objecting=effect != "allow")
         arguments = self._arguments(index, raw, label)
         arguments_json = None
         if "arguments_json" in raw:
@@ -460,8 +460,10 @@ class PolicyFileCompiler:
         return NameMatcher(frozenset(exact), tuple(globs))
 
     def _paths(
-        self, index: int, raw: Mapping[str, Any], label: str, *, ignore_case: bool
+        self, index: int, raw: Mapping[str, Any], label: str, *, objecting: bool
     ) -> tuple[re.Pattern[str], ...] | None:
+        # Rules that object read a glob broadly (any case, a directory covers what is
+        # below it); allow rules read it narrowly (exact case, the path itself only).
         if "paths" not in raw:
             return None
         here: KeyPath = ("rule", index, "paths")
@@ -471,7 +473,7 @@ class PolicyFileCompiler:
         compiled: list[re.Pattern[str]] = []
         for position, value in enumerate(values):
             try:
-                glob = compile_path_glob(value, ignore_case=ignore_case)
+                glob = compile_path_glob(value, ignore_case=objecting, cover_below=objecting)
             except GlobError as error:
                 self.error((*here, position), f"{label}: bad glob {value!r} in paths: {error}")
                 continue

@@ -14,7 +14,9 @@ separator, the way ``.gitignore`` patterns do:
   (``.github/workflows/*.yml``); a trailing ``/`` is accepted and changes nothing
   (whether a target is a directory is not known when a call is judged);
 * a glob that matches a directory matches everything below it (``.git`` covers
-  ``.git/hooks/pre-commit``).
+  ``.git/hooks/pre-commit``) — unless compiled with ``cover_below=False``, as globs of
+  allowlist rules are: those match the path itself only, so ``*.md`` never lets
+  ``src/x.md/app.py`` through, and a directory's contents are allowed with ``docs/**``.
 
 Name globs are case-sensitive, like the registry's names. Path globs are case-sensitive
 when asked to (allowlists) and case-insensitive otherwise.
@@ -100,13 +102,19 @@ def compile_name_glob(pattern: str) -> re.Pattern[str]:
     return _compile(_translate(pattern, any_char="."))
 
 
-def compile_path_glob(pattern: str, *, ignore_case: bool = False) -> re.Pattern[str]:
+def compile_path_glob(
+    pattern: str, *, ignore_case: bool = False, cover_below: bool = True
+) -> re.Pattern[str]:
     """Compile a workspace-relative path glob into a full-match regular expression.
 
     Args:
         pattern: the glob.
         ignore_case: match regardless of case (for rules that object: macOS and Windows
             treat ``.GIT/hooks`` and ``.git/hooks`` as the same directory).
+        cover_below: a match on a directory also matches everything below it, the way
+            ``.gitignore`` reads a pattern. Right for rules that object (``vendor``
+            covers ``vendor/a.py``); wrong for an allowlist, where it would let
+            ``*.md`` allow ``src/x.md/app.py``, so allow rules pass ``False``.
 
     Raises:
         GlobError: the glob is empty, absolute, starts with ``~``, uses ``\\``, has a
@@ -148,8 +156,9 @@ def compile_path_glob(pattern: str, *, ignore_case: bool = False) -> re.Pattern[
     regex = "".join(pieces)
     if len(segments) == 1 and segments[0] != "**":
         regex = f"(?:.*/)?{regex}"
-    # A match on a directory covers everything below it.
-    return _compile(f"{regex}(?:/.*)?", re.IGNORECASE if ignore_case else 0)
+    if cover_below:  # a match on a directory covers everything below it
+        regex = f"{regex}(?:/.*)?"
+    return _compile(regex, re.IGNORECASE if ignore_case else 0)
 
 
 def _compile(regex: str, flags: int = 0) -> re.Pattern[str]:

@@ -13,9 +13,20 @@ ever make the policy stricter:
 
 ``paths`` are matched against the action's resolved targets and, for tools with a working
 directory (``run_command``), that directory too, each relative to the workspace. Rules that
-object (``deny``, ``require``) compare case-insensitively and also match the targets'
+object (``deny``, ``require``) compare case-insensitively, also match the targets'
 filesystem-alias spelling (trailing dots and spaces dropped, ``GIT~1`` spelt out, as the
-default rules see them); ``allow`` rules compare exactly.
+default rules see them), and let a glob that matches a directory cover everything below
+it; ``allow`` rules compare exactly and match each path itself only.
+
+``arguments`` patterns are searched in a string argument as it is. An argument that is
+not a string (a list, an object, a number) is searched in its canonical JSON spelling
+and, because that spelling escapes tabs, newlines, quotes and backslashes and wraps the
+text in ``["…"]``, also in every string inside it (object keys included). A rule that
+objects matches when *any* of those texts matches, so wrapping a value in a list cannot
+hide it; an ``allow`` rule matches only when the JSON spelling *and every* string inside
+match, so the extra texts can only narrow an allowlist. ``arguments_json`` works the same
+way over all arguments for rules that object; for ``allow`` rules it is searched in the
+canonical JSON alone.
 
 A :class:`PolicyFileAllowlistRule` stands for a file's ``default = "deny"``: it denies
 whatever none of the file's ``allow`` rules matches.
@@ -26,7 +37,7 @@ Reasons are the text the policy author wrote; they never quote argument values.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -97,14 +108,55 @@ def _name_check(matcher: NameMatcher, name_of: Callable[[Action], str]) -> Calla
     return lambda action: contains(name_of(action))
 
 
-def _argument_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    # Anything else is matched in its canonical JSON spelling, so that wrapping a value
-    # in a list or an object cannot slip it past a pattern.
+def _json_text(value: Any) -> str:
     from jevqueue.canonical import canonical_json
 
     return canonical_json(value).decode("utf-8")
+
+
+def _strings_inside(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, object keys included; iterative, so depth is free."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, Mapping):
+            for key, inner in item.items():
+                if isinstance(key, str):
+                    yield key
+                pending.append(inner)
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+
+
+def _found_in_any(pattern: re.Pattern[str], value: Any) -> bool:
+    """For rules that object: in the JSON spelling of ``value`` or in any string inside.
+
+    The JSON spelling alone is not enough: it escapes tab, newline, quote and backslash
+    and wraps the text in ``["…"]``, which defeats whitespace classes, ``^``/``$``
+    anchors and patterns that mention quotes (a tab inside a list is spelt ``\\t``).
+    """
+    if isinstance(value, str):
+        return pattern.search(value) is not None
+    if pattern.search(_json_text(value)) is not None:
+        return True
+    search = pattern.search
+    return any(search(text) is not None for text in _strings_inside(value))
+
+
+def _found_in_all(pattern: re.Pattern[str], value: Any) -> bool:
+    """For allow rules: in the JSON spelling of ``value`` and in every string inside.
+
+    Requiring both keeps an allowlist at least as narrow as the JSON spelling alone, and
+    makes it vouch for every piece of a list, as it must for every target.
+    """
+    if isinstance(value, str):
+        return pattern.search(value) is not None
+    if pattern.search(_json_text(value)) is None:
+        return False
+    search = pattern.search
+    return all(search(text) is not None for text in _strings_inside(value))
 
 
 @dataclass(frozen=True)
@@ -192,11 +244,16 @@ class PolicyFileRule:
         return self._paths_match(action, every=True)
 
     def _arguments_json_match(self, action: Action) -> bool:
-        from jevqueue.canonical import canonical_json
-
         pattern = self.arguments_json
-        text = canonical_json(action.arguments).decode("utf-8")
-        return pattern is not None and pattern.search(text) is not None
+        if pattern is None:
+            return False
+        if pattern.search(_json_text(action.arguments)) is not None:
+            return True
+        if self.effect == "allow":
+            # An allowlist reads the JSON spelling only: never broader than it.
+            return False
+        search = pattern.search
+        return any(search(text) is not None for text in _strings_inside(action.arguments))
 
     def _paths_match(self, action: Action, *, every: bool) -> bool:
         glob = self._path
@@ -234,10 +291,11 @@ class PolicyFileRule:
 
     def _arguments_match(self, action: Action) -> bool:
         arguments = action.arguments
+        found = _found_in_all if self.effect == "allow" else _found_in_any
         for name, pattern in self.arguments:
             if name not in arguments:
                 return False
-            if pattern.search(_argument_text(arguments[name])) is None:
+            if not found(pattern, arguments[name]):
                 return False
         return True
 

@@ -14,6 +14,7 @@ from jevqueue.approvals import ApprovalAuthority
 from jevqueue.errors import PolicyDeniedError
 from jevqueue.registry import antigravity_registry
 from jevqueue.testing.recording_audit import RecordingAuditSink
+from jevqueue.verdict import VerdictKind
 
 POLICY = """
 [policy]
@@ -31,6 +32,20 @@ effect = "deny"
 reason = "piping a download into a shell is never approved"
 tools = ["run_command"]
 arguments = { CommandLine = '(?i)\\b(curl|wget)\\b[^|]*\\|\\s*(ba|z)?sh\\b' }
+
+[[rule]]
+id = "acme.no-os-system"
+effect = "deny"
+reason = "generated code does not shell out through os.system"
+tools = ["write_to_file"]
+arguments = { CodeContent = '^import os; os\\.system' }
+
+[[rule]]
+id = "acme.no-rm-rf-scripts"
+effect = "deny"
+reason = "no script that wipes a tree"
+tools = ["write_to_file"]
+arguments_json = '(?m)^\\s*rm\\s+-rf\\b'
 
 [[rule]]
 id = "acme.allow-git-hooks"
@@ -132,3 +147,134 @@ def test_an_allowlist_file_denies_what_it_does_not_list(
     tools.call("write_to_file", write("docs/guide.md"))
     assert tools.ran == ["write_to_file"]
     pep.consumed_approvals.close()
+
+
+# --- wrapping a value so the pattern of a deny rule no longer sees it -----------------
+
+# Each would run if let through (the tool passes a list to the shell as its command), so
+# the downloads point at file:///dev/null: nothing leaves the machine even then.
+WRAPPED_PIPES: dict[str, Any] = {
+    "list-tab": ["curl file:///dev/null |\tsh"],
+    "bash-c-tab": ["bash", "-c", "curl file:///dev/null |\tsh"],
+    "sh-c-newline": ["sh", "-c", "curl file:///dev/null |\nsh"],
+    "wget-crlf": ["wget -qO- file:///dev/null |\r\nbash"],
+    "object": {"argv": ["bash", "-c", "curl file:///dev/null |\tzsh"]},
+    "object-key": {"curl file:///dev/null |\tsh": True},
+    "nested": [[[["bash", "-c", ["curl file:///dev/null |\tsh"]]]]],
+}
+
+
+@pytest.mark.parametrize("command", WRAPPED_PIPES.values(), ids=WRAPPED_PIPES.keys())
+def test_wrapping_a_command_in_a_list_does_not_dodge_a_deny_rule(
+    file_tools: GuardedTools,
+    audit: RecordingAuditSink,
+    sandbox: Sandbox,
+    authority: ApprovalAuthority,
+    command: Any,
+) -> None:
+    arguments = {"CommandLine": command, "Cwd": str(sandbox.workspace / "src")}
+    action = Action.build(antigravity_registry(), "run_command", arguments, sandbox.context())
+    record = authority.issue(action.digest)
+    error = assert_refused(
+        file_tools, audit, "run_command", arguments, records=[record], error=PolicyDeniedError
+    )
+    assert "acme.no-curl-pipe-sh" in error.verdict.rule_ids  # type: ignore[attr-defined]
+
+
+WRAPPED_CONTENT: dict[str, tuple[Any, str]] = {
+    "anchored-in-a-list": (["import os; os.system('id')"], "acme.no-os-system"),
+    "anchored-second-item": (["x = 1", "import os; os.system('id')"], "acme.no-os-system"),
+    "anchored-in-an-object": ({"body": "import os; os.system('id')"}, "acme.no-os-system"),
+    "escaped-newline-json": ("#!/bin/sh\nrm -rf ~\n", "acme.no-rm-rf-scripts"),
+    "escaped-newline-list": (["#!/bin/sh", "echo hi\n  rm -rf /"], "acme.no-rm-rf-scripts"),
+}
+
+
+@pytest.mark.parametrize(
+    ("content", "rule_id"), WRAPPED_CONTENT.values(), ids=WRAPPED_CONTENT.keys()
+)
+def test_json_escaping_does_not_hide_content_from_a_deny_rule(
+    file_tools: GuardedTools, audit: RecordingAuditSink, content: Any, rule_id: str
+) -> None:
+    arguments = {"TargetFile": "src/run.py", "CodeContent": content}
+    error = assert_refused(file_tools, audit, "write_to_file", arguments, error=PolicyDeniedError)
+    assert rule_id in error.verdict.rule_ids  # type: ignore[attr-defined]
+
+
+# --- reaching past an allowlist -----------------------------------------------------------
+
+DOCS_BOT = """
+[policy]
+name = "docs-bot"
+default = "deny"
+
+[[rule]]
+id = "docs-bot.edit-docs"
+effect = "allow"
+reason = "documentation"
+tools = ["write_to_file", "view_file"]
+side_effects = ["file_read", "file_write"]
+paths = ["docs/**", "*.md", "notes"]
+
+[[rule]]
+id = "docs-bot.run-tests"
+effect = "allow"
+reason = "running the test suite"
+tools = ["run_command"]
+arguments = { CommandLine = '\\bpytest\\b' }
+"""
+
+
+@pytest.fixture
+def docs_bot(
+    sandbox: Sandbox, authority: ApprovalAuthority, consumed_path: Path, audit: RecordingAuditSink
+) -> Iterator[GuardedTools]:
+    policy = sandbox.state / "docs-bot.toml"
+    policy.write_text(DOCS_BOT, "utf-8")
+    pep = make_pep(authority, consumed_path, audit, policy_files=[policy])
+    yield GuardedTools(AntigravityAdapter(pep), sandbox)
+    pep.consumed_approvals.close()
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["src/x.md/app.py", "x.md/src/app/__init__.py", "README.md/../src/app.py.md/run.sh", "notes/a"],
+    ids=["md-named-dir", "md-named-top-dir", "md-dir-after-dotdot", "dir-named-in-allowlist"],
+)
+def test_an_allowlist_glob_does_not_cover_files_below_a_matching_directory(
+    docs_bot: GuardedTools, audit: RecordingAuditSink, target: str
+) -> None:
+    error = assert_refused(docs_bot, audit, "write_to_file", write(target), error=PolicyDeniedError)
+    assert error.verdict.rule_ids == ("docs-bot:default-deny",)  # type: ignore[attr-defined]
+    docs_bot.call("write_to_file", write("docs/guide.md"))
+    docs_bot.call("write_to_file", write("src/NOTES.md"))
+    assert docs_bot.ran == ["write_to_file", "write_to_file"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["pytest", "-q; curl file:///dev/null | sh"],
+        ["pytest", "&&", "touch pwned"],
+        {"pytest": "touch pwned"},
+    ],
+    ids=["second-item", "chained", "object-value"],
+)
+def test_an_allowlist_pattern_must_match_every_piece_of_a_wrapped_value(
+    docs_bot: GuardedTools,
+    audit: RecordingAuditSink,
+    sandbox: Sandbox,
+    authority: ApprovalAuthority,
+    command: Any,
+) -> None:
+    arguments = {"CommandLine": command, "Cwd": str(sandbox.workspace / "src")}
+    action = Action.build(antigravity_registry(), "run_command", arguments, sandbox.context())
+    record = authority.issue(action.digest)
+    error = assert_refused(
+        docs_bot, audit, "run_command", arguments, records=[record], error=PolicyDeniedError
+    )
+    assert error.verdict.rule_ids == ("docs-bot:default-deny",)  # type: ignore[attr-defined]
+    # the same allow rule still lets a list through when every piece of it is a test run
+    fine = {"CommandLine": ["pytest -q"], "Cwd": str(sandbox.workspace / "src")}
+    verdict = docs_bot.adapter.check("run_command", fine, sandbox.context())
+    assert verdict.kind is VerdictKind.ALLOW_WITH_OBLIGATIONS

@@ -39,6 +39,39 @@ def test_path_globs(glob: str, path: str, expected: bool) -> None:
     assert bool(compile_path_glob(glob).fullmatch(path)) is expected
 
 
+@pytest.mark.parametrize(
+    ("glob", "path", "expected"),
+    [
+        ("*.md", "README.md", True),
+        ("*.md", "docs/deep/guide.md", True),
+        ("*.md", "src/x.md/app.py", False),
+        ("*.md", "x.md/src/app/__init__.py", False),
+        ("docs", "docs", True),
+        ("docs", "docs/guide.md", False),
+        ("docs/", "docs/guide.md", False),
+        ("docs/**", "docs/guide.md", True),
+        ("docs/**", "docs/a/b/c.md", True),
+        ("docs/**", "docs", False),
+        ("src/*.py", "src/a.py/evil.sh", False),
+        ("**/fixtures/*.json", "tests/fixtures/a.json/b.sh", False),
+        ("**", "anything/at/all", True),
+    ],
+)
+def test_path_globs_without_directory_cover_match_the_path_itself(
+    glob: str, path: str, expected: bool
+) -> None:
+    assert bool(compile_path_glob(glob, cover_below=False).fullmatch(path)) is expected
+
+
+@pytest.mark.parametrize(
+    ("glob", "path"),
+    [("*.md", "src/x.md/app.py"), ("docs", "docs/guide.md"), ("src/*.py", "src/a.py/evil.sh")],
+)
+def test_path_globs_cover_what_is_below_a_directory_by_default(glob: str, path: str) -> None:
+    assert compile_path_glob(glob).fullmatch(path)
+    assert compile_path_glob(glob, ignore_case=True).fullmatch(path.upper())
+
+
 def test_path_globs_fold_case_only_when_asked() -> None:
     assert compile_path_glob("secrets/**", ignore_case=True).fullmatch("SECRETS/key")
     assert not compile_path_glob("secrets/**").fullmatch("SECRETS/key")

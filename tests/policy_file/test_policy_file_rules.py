@@ -202,6 +202,34 @@ def test_default_deny_turns_allow_rules_into_an_allowlist(tmp_path: Path) -> Non
     assert verdicts(rules, shell_call("make docs", cwd="docs"))[0].denied
 
 
+@pytest.mark.parametrize(
+    "target",
+    ["src/x.md/app.py", "x.md/src/app/__init__.py", "notes.MD", "Docs/guide.txt"],
+)
+def test_an_allow_glob_does_not_cover_what_is_below_a_matching_directory(
+    tmp_path: Path, target: str
+) -> None:
+    rules = rules_from(tmp_path, ALLOWLIST)
+    assert verdicts(rules, write_call("README.md")) == []
+    assert verdicts(rules, write_call("docs/deep/guide.md")) == []
+    [denied] = verdicts(rules, write_call(target))
+    assert denied.rule_ids == ("docs-bot:default-deny",)
+
+
+def test_an_allow_glob_naming_a_directory_allows_that_directory_only(tmp_path: Path) -> None:
+    rules = rules_from(tmp_path, ALLOWLIST.replace('"docs/**", "*.md"', '"docs"'))
+    read_dir = Action.build(registry(), "view_file", {"AbsolutePath": f"{WS}/docs"}, context())
+    assert verdicts(rules, read_dir) == []
+    assert verdicts(rules, write_call("docs/guide.md"))[0].denied
+
+
+def test_a_deny_glob_still_covers_what_is_below_a_matching_directory(tmp_path: Path) -> None:
+    [rule] = rules_from(tmp_path, deny_rule('paths = ["*.md", "docs"]'))
+    assert rule.evaluate(write_call("src/x.md/app.py")) is not None
+    assert rule.evaluate(write_call("DOCS/deep/guide.py")) is not None
+    assert rule.evaluate(write_call("src/app.py")) is None
+
+
 def test_an_allow_rule_must_cover_every_target(tmp_path: Path) -> None:
     rules = rules_from(tmp_path, ALLOWLIST)
     inside = {"Source": "docs/a.md", "Destination": "docs/b.md"}
