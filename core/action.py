@@ -200,8 +200,59 @@ def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> s
     return value
 
 
+# Keywords that only annotate a schema: none of them can make an instance invalid.
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples"})
+_OBJECT_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required"}
+_PROPERTY_KEYWORDS = _ANNOTATIONS | {"type"}
+# The Python types each simple JSON type certainly accepts (``bool`` is not a number).
+_SIMPLE_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+}
+
+
+def _plainly_valid(schema: Any, arguments: Mapping[str, Any]) -> bool:
+    """Whether a flat object schema certainly accepts ``arguments``.
+
+    Only a schema made of ``type: object``, ``properties`` of simple types and
+    ``required`` (plus annotations) is read; anything else, or any doubt, answers
+    ``False`` and the full validator decides.
+    """
+    if type(schema) is not dict or schema.get("type") != "object":
+        return False
+    for keyword in schema:
+        if keyword not in _OBJECT_KEYWORDS:
+            return False
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    if type(properties) is not dict or type(required) is not list:
+        return False
+    for name in required:
+        if type(name) is not str or name not in arguments:
+            return False
+    for name, value in arguments.items():
+        subschema = properties.get(name)
+        if subschema is None:
+            continue  # no additionalProperties keyword: other arguments are allowed
+        if type(subschema) is not dict:
+            return False
+        for keyword in subschema:
+            if keyword not in _PROPERTY_KEYWORDS:
+                return False
+        kind = subschema.get("type")
+        accepted = _SIMPLE_TYPES.get(kind) if type(kind) is str else None
+        if accepted is None or type(value) not in accepted:
+            return False
+    return True
+
+
 def _schema_error(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
-    error = jsonschema.exceptions.best_match(spec.validator.iter_errors(arguments))
+    validator = spec.validator
+    if _plainly_valid(validator.schema, arguments):
+        return
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     if error is None:
         return
     where = "/" + "/".join(str(part) for part in error.absolute_path)
