@@ -44,19 +44,47 @@ __all__ = ["Action", "resolve_path"]
 
 
 def _workspace_root(workspace: str) -> tuple[str, bool]:
-    """Return the workspace as it will be compared, and whether it exists on disk."""
+    """Return the workspace as it will be compared, and whether it exists on disk.
+
+    A workspace that exists is resolved once, and the result reused while the workspace
+    and the resolved path still name the same directory (device and inode) and that path
+    is still no link itself. A target is always resolved afresh: were a parent of the
+    resolved path since replaced by a link, the target would land outside it, so the
+    reuse can only refuse, never admit.
+    """
+    known = _ROOTS.get(workspace)
+    if known is not None:
+        try:
+            found = os.stat(workspace)
+            again = os.lstat(known[2])  # resolved, it was no link: it must still be none
+        except (OSError, ValueError):
+            pass
+        else:
+            if (
+                found.st_ino == known[1] == again.st_ino
+                and found.st_dev == known[0] == again.st_dev
+                and stat.S_ISDIR(again.st_mode)
+            ):
+                return known[2], True
     # access() answers "does not exist" without raising; it fails whenever stat() would.
     if _EFFECTIVE_IDS and not _access(workspace, _F_OK, effective_ids=True):
         return workspace, False
     try:
-        mode = os.stat(workspace).st_mode
+        found = os.stat(workspace)
     except (OSError, ValueError):
         return workspace, False
-    if stat.S_ISDIR(mode):
-        return os.path.realpath(workspace), True
-    return workspace, False
+    if not stat.S_ISDIR(found.st_mode):
+        return workspace, False
+    root = os.path.realpath(workspace)
+    if len(_ROOTS) >= _ROOTS_LIMIT:
+        _ROOTS.clear()
+    _ROOTS[workspace] = (found.st_dev, found.st_ino, root)
+    return root, True
 
 
+# A workspace as given -> (device, inode, resolved path) of the directory it named.
+_ROOTS: dict[str, tuple[int, int, str]] = {}
+_ROOTS_LIMIT = 256
 _access = os.access
 _F_OK = os.F_OK
 # Without faccessat(AT_EACCESS) the existence check is left to stat() alone.

@@ -35,7 +35,7 @@ from jevqueue.plugins.langgraph._framework import (
 )
 from jevqueue.plugins.langgraph.called_tools import called_tools
 from jevqueue.plugins.langgraph.model_node import OnDisobey, local_message
-from jevqueue.plugins.langgraph.openai_forms import MessageForms, ToolForms
+from jevqueue.plugins.langgraph.openai_forms import ToolForms, openai_messages
 from jevqueue.plugins.langgraph.tool_choice import ToolChoice
 from jevqueue.plugins.langgraph.tool_node import PolicyToolNode
 from jevqueue.registry import ToolRegistry, ToolSpec
@@ -72,7 +72,7 @@ class _RequestHost:
     def messages(self) -> list[dict[str, Any]]:
         request = self._request
         system = [request.system_message] if request.system_message is not None else []
-        return self._owner._message_forms.convert([*system, *request.messages])
+        return openai_messages([*system, *request.messages])
 
     def generate(self, *, force_tool: str | None, directive: str) -> Any:
         request = self._request
@@ -134,7 +134,6 @@ class GovernorMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.on_disobey = on_disobey
         self.interrupted = interrupted
         self._tool_forms = ToolForms()
-        self._message_forms = MessageForms()
 
     def _refused(self, error: ProviderDisobeyedError) -> Any:
         if self.on_disobey == "raise":

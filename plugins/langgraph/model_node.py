@@ -21,7 +21,7 @@ from jevqueue.plugins.langgraph._framework import (
     var_child_runnable_config,
 )
 from jevqueue.plugins.langgraph.called_tools import called_tools
-from jevqueue.plugins.langgraph.openai_forms import MessageForms
+from jevqueue.plugins.langgraph.openai_forms import openai_messages
 from jevqueue.plugins.langgraph.tool_choice import ToolChoice
 
 __all__ = ["GovernedModelNode", "governed_model_node", "local_message"]
@@ -78,7 +78,7 @@ class _TurnHost:
         return self._node.tool_schemas
 
     def messages(self) -> list[dict[str, Any]]:
-        return self._node._message_forms.convert(self._messages)
+        return openai_messages(self._messages)
 
     def generate(self, *, force_tool: str | None, directive: str) -> Any:
         node = self._node
@@ -166,7 +166,6 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
         self.on_decision = on_decision
         self.messages_key = messages_key
         self.tool_schemas = [convert_to_openai_tool(tool) for tool in self.tools]
-        self._message_forms = MessageForms()
         self._system_message: SystemMessage | None = None
         self._directives: dict[tuple[str, str], BaseMessage] = {}
         self._passthrough: Any = None

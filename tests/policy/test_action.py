@@ -138,6 +138,65 @@ def test_symlinked_workspace_compares_real_paths(tmp_path: Path) -> None:
     assert action.relative_targets == (("a.py",),)
 
 
+def test_a_retargeted_workspace_link_is_resolved_again(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    link = tmp_path / "current"
+    link.symlink_to(first)
+    ctx = context_mapping(workspace=str(link))
+    before = Action.build(GENERIC, "write_to_file", {"TargetFile": "a.py"}, ctx)
+    assert before.workspace_root == str(first.resolve())
+    link.unlink()
+    link.symlink_to(second)
+    after = Action.build(GENERIC, "write_to_file", {"TargetFile": "a.py"}, ctx)
+    assert after.workspace_root == str(second.resolve())
+    assert after.targets == (str(second.resolve() / "a.py"),)
+    assert after.relative_targets == (("a.py",),)
+    # The first directory is no longer the workspace: a path into it is outside.
+    stale = Action.build(GENERIC, "write_to_file", {"TargetFile": f"{first}/a.py"}, ctx)
+    assert stale.relative_targets == (None,)
+
+
+def test_a_workspace_replaced_by_another_directory_is_resolved_again(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    ctx = context_mapping(workspace=str(workspace))
+    Action.build(GENERIC, "write_to_file", {"TargetFile": "a.py"}, ctx)
+    workspace.rename(tmp_path / "old")
+    (tmp_path / "old").rename(tmp_path / "elsewhere")
+    workspace.symlink_to(tmp_path / "elsewhere")
+    action = Action.build(GENERIC, "write_to_file", {"TargetFile": "a.py"}, ctx)
+    assert action.workspace_root == str((tmp_path / "elsewhere").resolve())
+    assert action.relative_targets == (("a.py",),)
+
+
+def test_a_moved_parent_of_the_resolved_workspace_can_only_refuse(tmp_path: Path) -> None:
+    # The workspace is still the same directory, but the path it was resolved to now
+    # runs through a link: targets, always resolved afresh, land outside it.
+    parent = tmp_path / "data"
+    (parent / "ws").mkdir(parents=True)
+    ctx = context_mapping(workspace=str(parent / "ws"))
+    first = Action.build(GENERIC, "write_to_file", {"TargetFile": "a.py"}, ctx)
+    assert first.relative_targets == (("a.py",),)
+    parent.rename(tmp_path / "moved")
+    parent.symlink_to(tmp_path / "moved")
+    action = Action.build(GENERIC, "write_to_file", {"TargetFile": "a.py"}, ctx)
+    assert action.targets == (str((tmp_path / "moved" / "ws" / "a.py").resolve()),)
+    assert action.relative_targets == (None,)
+
+
+def test_a_workspace_that_disappears_is_compared_lexically(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    ctx = context_mapping(workspace=str(workspace))
+    assert Action.build(GENERIC, "write_to_file", {"TargetFile": "a.py"}, ctx).workspace_root
+    workspace.rmdir()
+    action = Action.build(GENERIC, "write_to_file", {"TargetFile": "a.py"}, ctx)
+    assert action.workspace_root == str(workspace)
+    assert action.targets == (f"{workspace}/a.py",)
+
+
 def test_sibling_prefix_is_outside() -> None:
     action = build("write_to_file", {"TargetFile": "/workspace/project-evil/a.py"})
     assert action.relative_targets == (None,)
