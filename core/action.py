@@ -48,24 +48,26 @@ def _workspace_root(workspace: str) -> tuple[str, bool]:
 
     A workspace that exists is resolved once, and the result reused while the workspace
     and the resolved path still name the same directory (device and inode) and that path
-    is still no link itself. A target is always resolved afresh: were a parent of the
-    resolved path since replaced by a link, the target would land outside it, so the
-    reuse can only refuse, never admit.
+    is still no link itself. Were a parent of the resolved path since replaced by a link,
+    a target resolved in full would land outside it: the reuse can only refuse, never
+    admit.
     """
     known = _ROOTS.get(workspace)
     if known is not None:
+        device, inode, root = known
         try:
-            found = os.stat(workspace)
-            again = os.lstat(known[2])  # resolved, it was no link: it must still be none
+            # Resolved, the path was no link: it must still be none (lstat, not stat).
+            again = os.lstat(root)
+            found = again if root == workspace else os.stat(workspace)
         except (OSError, ValueError):
             pass
         else:
             if (
-                found.st_ino == known[1] == again.st_ino
-                and found.st_dev == known[0] == again.st_dev
+                found.st_ino == inode == again.st_ino
+                and found.st_dev == device == again.st_dev
                 and stat.S_ISDIR(again.st_mode)
             ):
-                return known[2], True
+                return root, True
     # access() answers "does not exist" without raising; it fails whenever stat() would.
     if _EFFECTIVE_IDS and not _access(workspace, _F_OK, effective_ids=True):
         return workspace, False
@@ -91,6 +93,27 @@ _F_OK = os.F_OK
 _EFFECTIVE_IDS = os.access in os.supports_effective_ids
 
 
+def _resolve_below(root: str, relative: str) -> str | None:
+    """``os.path.realpath(root + "/" + relative)`` for a resolved ``root`` and a normal
+    relative path (no empty, ``.`` or ``..`` segment) holding no link; ``None`` when one of
+    its segments is a link (then resolve it in full).
+
+    Only the segments below the root are looked up: the root was just checked to be the
+    workspace. As ``realpath`` does, the segments from the first that cannot be looked up
+    (one that does not exist yet, say) are kept as written.
+    """
+    path = root
+    for segment in relative.split("/"):
+        path = f"{path}/{segment}"
+        try:
+            mode = os.lstat(path).st_mode
+        except (OSError, ValueError):
+            return f"{root}/{relative}"
+        if stat.S_ISLNK(mode):
+            return None
+    return path
+
+
 def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
     """Resolve one path argument against the workspace.
 
@@ -106,6 +129,10 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
         value = os.path.expanduser(value)
     joined = value if value.startswith("/") else workspace_root + "/" + value
     if on_disk:
+        if value[0] != "/" and "//" not in joined and "/." not in joined and joined[-1] != "/":
+            below = _resolve_below(workspace_root, value)
+            if below is not None:
+                return below
         return os.path.realpath(joined)
     if "//" not in joined and "/." not in joined and joined[-1] != "/":
         return joined  # no empty, "." or ".." segment: already normal

@@ -89,6 +89,21 @@ END
 """
 
 
+# How many forks this process is away from the one that imported this module: a handle
+# opened in a parent must not be used in a child. Counted at fork time, so the check on
+# every append costs no system call.
+_forks = 0
+
+
+def _count_fork() -> None:
+    global _forks
+    _forks += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_count_fork)
+
+
 def row_to_record(row: tuple[Any, ...]) -> AuditRecord:
     """Turn an ``audit_log`` row (in :data:`COLUMNS` order) into a record.
 
@@ -168,7 +183,7 @@ class SQLiteAuditLog(ChainedAuditLog):
         self.synchronous = synchronous
         self._timeout = timeout
         self._lock = threading.Lock()
-        self._pid = os.getpid()
+        self._forks = _forks
         # The last record_hash this connection saw at the head: the prev_hash to try first.
         self._head: str | None = None
         self._connection: sqlite3.Connection | None = self._open()
@@ -204,8 +219,8 @@ class SQLiteAuditLog(ChainedAuditLog):
             raise AuditWriteError(
                 f"the audit log {str(self.path)!r} is closed; open a new SQLiteAuditLog"
             )
-        if os.getpid() != self._pid:  # a forked child must not reuse the parent's handle
-            self._pid = os.getpid()
+        if self._forks != _forks:  # a forked child must not reuse the parent's handle
+            self._forks = _forks
             self._head = None
             self._connection = self._open()
         return self._connection

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -98,6 +99,28 @@ def test_concurrent_processes_keep_a_valid_chain(kind: str, tmp_path: Path) -> N
     with open_log(kind, path) as log:
         tools = [record.tool for record in log.records()]
     assert tools.count("writer-0") == tools.count("writer-1") == 300
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_opens_its_own_sqlite_handle(tmp_path: Path, event: Event) -> None:
+    path = log_path("sqlite", tmp_path)
+    log = SQLiteAuditLog(path)
+    log.append(event(1))
+    parents_handle = log._connection
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            log.append(event(2))
+            os._exit(0 if log._connection is not parents_handle else 3)
+        except BaseException:
+            os._exit(4)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert log._connection is parents_handle
+    log.append(event(3))
+    log.close()
+    report = verify_audit_log(path)
+    assert report.ok and report.count == 3, report.summary()
 
 
 @pytest.mark.parametrize("kind", KINDS)

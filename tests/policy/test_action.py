@@ -9,7 +9,7 @@ import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jevqueue.action import Action
+from jevqueue.action import Action, resolve_path
 from jevqueue.context import ExecutionContext
 from jevqueue.errors import (
     ArgumentsTooDeepError,
@@ -123,6 +123,36 @@ def test_symlinks_are_resolved_when_workspace_exists(tmp_path: Path) -> None:
     assert inner.relative_targets == (("src", "x.py"),)
 
 
+_SEGMENTS = ["a", "b", "c", "f", "g", "in", "out", "file", "dangling", "up", "loop", "new"]
+
+
+@pytest.fixture(scope="module")
+def link_tree(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A resolved workspace with directories, files and every kind of link."""
+    base = tmp_path_factory.mktemp("tree")
+    root, outside = base / "ws", base / "outside"
+    (root / "a" / "c").mkdir(parents=True)
+    (root / "b").mkdir()
+    outside.mkdir()
+    (root / "f").write_text("")
+    (root / "a" / "g").write_text("")
+    (root / "in").symlink_to(root / "a")
+    (root / "out").symlink_to(outside)
+    (root / "file").symlink_to(root / "f")
+    (root / "dangling").symlink_to(root / "missing")
+    (root / "a" / "up").symlink_to("../b")
+    (root / "loop").symlink_to(root / "loop")
+    return os.path.realpath(root)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_SEGMENTS), min_size=1, max_size=4))
+def test_relative_targets_resolve_exactly_as_realpath(link_tree: str, segments: list[str]) -> None:
+    relative = "/".join(segments)
+    expected = os.path.realpath(f"{link_tree}/{relative}")
+    assert resolve_path(relative, link_tree, on_disk=True) == expected
+
+
 def test_symlinked_workspace_compares_real_paths(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
@@ -172,8 +202,9 @@ def test_a_workspace_replaced_by_another_directory_is_resolved_again(tmp_path: P
 
 
 def test_a_moved_parent_of_the_resolved_workspace_can_only_refuse(tmp_path: Path) -> None:
-    # The workspace is still the same directory, but the path it was resolved to now
-    # runs through a link: targets, always resolved afresh, land outside it.
+    # The workspace is still the same directory, but the path it was resolved to now runs
+    # through a link. A relative target still names a file of the workspace; a target
+    # resolved in full lands outside the resolved path and is refused, never admitted.
     parent = tmp_path / "data"
     (parent / "ws").mkdir(parents=True)
     ctx = context_mapping(workspace=str(parent / "ws"))
@@ -181,9 +212,12 @@ def test_a_moved_parent_of_the_resolved_workspace_can_only_refuse(tmp_path: Path
     assert first.relative_targets == (("a.py",),)
     parent.rename(tmp_path / "moved")
     parent.symlink_to(tmp_path / "moved")
-    action = Action.build(GENERIC, "write_to_file", {"TargetFile": "a.py"}, ctx)
-    assert action.targets == (str((tmp_path / "moved" / "ws" / "a.py").resolve()),)
-    assert action.relative_targets == (None,)
+    relative = Action.build(GENERIC, "write_to_file", {"TargetFile": "a.py"}, ctx)
+    assert relative.targets == (f"{first.workspace_root}/a.py",)
+    assert relative.relative_targets == (("a.py",),)
+    moved = str((tmp_path / "moved" / "ws").resolve())
+    absolute = Action.build(GENERIC, "write_to_file", {"TargetFile": f"{moved}/a.py"}, ctx)
+    assert absolute.relative_targets == (None,)
 
 
 def test_a_workspace_that_disappears_is_compared_lexically(tmp_path: Path) -> None:
