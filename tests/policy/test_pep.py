@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -412,6 +413,29 @@ def test_decision_ids_are_uuid7() -> None:
     assert len(set(ids)) == 1000
     parsed = uuid.UUID(ids[0])
     assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_never_repeats_its_parents_decision_ids() -> None:
+    from jevqueue.pep import new_decision_id
+
+    new_decision_id()  # the pool now holds random bytes the child inherits
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        os.close(read)
+        os.write(write, "\n".join(new_decision_id() for _ in range(100)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as stream:
+        children = set(stream.read().split("\n"))
+    os.waitpid(child, 0)
+    parents = {new_decision_id() for _ in range(100)}
+    assert len(children) == 100
+    # Every id's random part is fresh: none is shared, not even in the random bits.
+    assert not {i.replace("-", "")[12:] for i in children} & {
+        i.replace("-", "")[12:] for i in parents
+    }
 
 
 def test_concurrent_decisions_are_each_audited(sink: RecordingAuditSink) -> None:
