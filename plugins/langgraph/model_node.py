@@ -232,7 +232,7 @@ class GovernedModelNode(Runnable):  # type: ignore[type-arg]
         if prompt:
             system = self._system_message
             if system is None or system.content != prompt:
-                # Built once, so its OpenAI form is converted once too.
+                # Built once, not on every turn.
                 system = self._system_message = SystemMessage(content=prompt)
             return [system, *messages]
         return messages
