@@ -93,17 +93,23 @@ _F_OK = os.F_OK
 _EFFECTIVE_IDS = os.access in os.supports_effective_ids
 
 
+_NOT_NORMAL = frozenset({"", ".", ".."})
+
+
 def _resolve_below(root: str, relative: str) -> str | None:
     """``os.path.realpath(root + "/" + relative)`` for a resolved ``root`` and a normal
-    relative path (no empty, ``.`` or ``..`` segment) holding no link; ``None`` when one of
-    its segments is a link (then resolve it in full).
+    relative path holding no link; ``None`` when a segment is a link, or empty, ``.`` or
+    ``..`` (then resolve it in full).
 
     Only the segments below the root are looked up: the root was just checked to be the
     workspace. As ``realpath`` does, the segments from the first that cannot be looked up
     (one that does not exist yet, say) are kept as written.
     """
+    segments = relative.split("/")
+    if not _NOT_NORMAL.isdisjoint(segments):
+        return None
     path = root
-    for segment in relative.split("/"):
+    for segment in segments:
         path = f"{path}/{segment}"
         try:
             mode = os.lstat(path).st_mode
@@ -129,7 +135,7 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
         value = os.path.expanduser(value)
     joined = value if value.startswith("/") else workspace_root + "/" + value
     if on_disk:
-        if value[0] != "/" and "//" not in joined and "/." not in joined and joined[-1] != "/":
+        if value[0] != "/":
             below = _resolve_below(workspace_root, value)
             if below is not None:
                 return below
