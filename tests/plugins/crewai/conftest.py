@@ -41,9 +41,13 @@ def kit(tmp_path: Path) -> Kit:
 @pytest.fixture(autouse=True)
 def _no_hook_leaks() -> Iterator[None]:
     """A test that installs tool hooks must remove them: they are process-wide."""
-    before = (len(get_hooks(InterceptionPoint.PRE_TOOL_CALL)),
-              len(get_hooks(InterceptionPoint.POST_TOOL_CALL)))
+    before = (
+        len(get_hooks(InterceptionPoint.PRE_TOOL_CALL)),
+        len(get_hooks(InterceptionPoint.POST_TOOL_CALL)),
+    )
     yield
-    after = (len(get_hooks(InterceptionPoint.PRE_TOOL_CALL)),
-             len(get_hooks(InterceptionPoint.POST_TOOL_CALL)))
+    after = (
+        len(get_hooks(InterceptionPoint.PRE_TOOL_CALL)),
+        len(get_hooks(InterceptionPoint.POST_TOOL_CALL)),
+    )
     assert after == before, f"tool hooks leaked: {before} -> {after}"

@@ -104,8 +104,12 @@ def build_kit(workspace: Path) -> Kit:
     registry.register(tool_spec(lookup_weather, side_effects={"network"}))
     registry.register(tool_spec(write_note, side_effects={"file_write"}, path_fields=("path",)))
     registry.register(
-        tool_spec(run_shell, side_effects={"shell_command"}, cwd_field="cwd",
-                  required_path_fields=("cwd",))
+        tool_spec(
+            run_shell,
+            side_effects={"shell_command"},
+            cwd_field="cwd",
+            required_path_fields=("cwd",),
+        )
     )
     key = Ed25519PrivateKey.generate()
     authority = ApprovalAuthority(key, APPROVER)

@@ -25,13 +25,15 @@ def tool_messages(request: LLMRequest) -> list[str]:
 
 def test_hooks_block_a_denied_call_and_the_agent_reads_why(kit: Kit) -> None:
     guard = kit.guard()
-    inner = ScriptedLLM([
+    inner = ScriptedLLM(
         [
-            tool_call("lookup_weather", {"city": "Lisbon"}),
-            tool_call("write_note", {"path": "../outside.txt", "text": "x"}),
-        ],
-        "Done.",
-    ])
+            [
+                tool_call("lookup_weather", {"city": "Lisbon"}),
+                tool_call("write_note", {"path": "../outside.txt", "text": "x"}),
+            ],
+            "Done.",
+        ]
+    )
     crew = make_crew(governed(inner, guard), list(kit.tools.values()), "Weather, then a note.")
 
     with guard.hooks().installed():

@@ -41,7 +41,8 @@ def test_forced_turn_on_the_wire(kit: Kit, allow_loopback: Any) -> None:
         guard = kit.guard()
         scores = {"lookup_weather": 0.95, "write_note": 0.1, "run_shell": 0.05}
         llm = GovernedLLM(
-            native_llm(server.base_url), Governor(FixedBallot(scores), thresholds=THRESHOLDS),
+            native_llm(server.base_url),
+            Governor(FixedBallot(scores), thresholds=THRESHOLDS),
             guard=guard,
         )
         crew = make_crew(llm, guard.wrap(kit.tools.values()), "What is the weather in Lisbon?")
@@ -62,7 +63,8 @@ def test_prose_turn_sends_no_tools(kit: Kit, allow_loopback: Any) -> None:
     with openai_plugin.ScriptedChatServer(lambda body: reply) as server:
         guard = kit.guard()
         llm = GovernedLLM(
-            native_llm(server.base_url), Governor(FixedBallot({}), thresholds=THRESHOLDS),
+            native_llm(server.base_url),
+            Governor(FixedBallot({}), thresholds=THRESHOLDS),
             guard=guard,
         )
         crew = make_crew(llm, guard.wrap(kit.tools.values()), "Say hello.")
@@ -79,7 +81,8 @@ def test_a_disobedient_reply_on_the_wire_runs_nothing(kit: Kit, allow_loopback: 
         guard = kit.guard()
         scores = {"lookup_weather": 0.95, "write_note": 0.1, "run_shell": 0.05}
         llm = GovernedLLM(
-            native_llm(server.base_url), Governor(FixedBallot(scores), thresholds=THRESHOLDS),
+            native_llm(server.base_url),
+            Governor(FixedBallot(scores), thresholds=THRESHOLDS),
             guard=guard,
         )
         crew = make_crew(llm, guard.wrap(kit.tools.values()), "What is the weather in Lisbon?")
