@@ -65,6 +65,7 @@ def new_decision_id() -> str:
 
 
 _MS_MASK = (1 << 48) - 1
+_VARIANT_DIGITS = "89ab" * 4  # indexed by a nibble: its low two bits under the variant
 
 
 # Random bytes for decision ids, drawn from os.urandom 640 at a time: one system call per
@@ -92,7 +93,6 @@ def _drop_pool() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_drop_pool)
-_VARIANT_DIGITS = "89ab" * 4  # indexed by a nibble: its low two bits under the variant
 
 
 def utc_timestamp() -> str:
