@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
         PolicyDeniedError,
         ProviderDisobeyedError,
         ProviderHTTPError,
+        ToolsFileError,
         TurnInterruptedError,
         UnfulfilledObligationError,
         UsageError,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from jevqueue.rule import FunctionRule, Rule
     from jevqueue.thresholds import Thresholds
+    from jevqueue.tools_file import load_tools_file
     from jevqueue.verdict import Verdict, VerdictKind
 
 __version__ = "0.1.0"
@@ -80,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     "Action": "jevqueue.action",
     "ToolSpec": "jevqueue.registry",
     "ToolRegistry": "jevqueue.registry",
+    "load_tools_file": "jevqueue.tools_file",
     "generic_registry": "jevqueue.registry",
     "antigravity_registry": "jevqueue.registry",
     "Rule": "jevqueue.rule",
@@ -98,6 +101,7 @@ _EXPORTS: dict[str, str] = {
     "DecisionError": "jevqueue.errors",
     "TurnInterruptedError": "jevqueue.errors",
     "ProviderHTTPError": "jevqueue.errors",
+    "ToolsFileError": "jevqueue.errors",
     "PolicyDeniedError": "jevqueue.errors",
     "UnfulfilledObligationError": "jevqueue.errors",
 }
@@ -129,6 +133,7 @@ __all__ = [
     "Thresholds",
     "ToolRegistry",
     "ToolSpec",
+    "ToolsFileError",
     "TurnInterruptedError",
     "UnfulfilledObligationError",
     "UsageError",
@@ -140,6 +145,7 @@ __all__ = [
     "create_default_policy_decision_point",
     "default_rules",
     "generic_registry",
+    "load_tools_file",
 ]
 
 

@@ -18,6 +18,7 @@
     │   ├── UnregisteredToolError      a tool name the registry does not hold (lookalikes included)
     │   ├── InvalidToolArgumentsError  a registered tool's arguments break its path fields or schema
     │   ├── PolicyFileError            a policy file that cannot be read or is wrong (.file, .line)
+    │   ├── ToolsFileError             a tools file that cannot be read or is wrong (.file, .line)
     │   ├── InvalidApprovalError       an approval record that is malformed
     │   └── NetworkAccessError         a test reached for the network while the guard forbids it
     ├── JevRuntimeError                something failed while running
@@ -69,6 +70,7 @@ __all__ = [
     "PolicyFileError",
     "ProviderDisobeyedError",
     "ProviderHTTPError",
+    "ToolsFileError",
     "TurnInterruptedError",
     "UnfulfilledObligationError",
     "UnregisteredToolError",
@@ -176,6 +178,14 @@ class PolicyFileError(UsageError):
         self.file = file
         self.line = line
         self.detail = message
+
+
+class ToolsFileError(PolicyFileError):
+    """A tools file cannot be read, or declares a tool impossibly.
+
+    A tools file is read like a policy file (same TOML, same ``file:line`` messages), so it
+    shares its error's shape: ``file`` and ``line`` point at the mistake.
+    """
 
 
 class InvalidApprovalError(UsageError):

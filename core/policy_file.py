@@ -151,11 +151,17 @@ def check_policy_file(path: str | Path) -> PolicyFileReport:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        return PolicyFileReport(file, (_syntax_error(file, text, error),), sha256=sha256)
+        return PolicyFileReport(file, (toml_syntax_error(file, text, error),), sha256=sha256)
     return PolicyFileCompiler(file, Path(path).stem, document, TomlLineIndex(text), sha256).report()
 
 
-def _syntax_error(file: str, text: str, error: tomllib.TOMLDecodeError) -> PolicyFileError:
+def toml_syntax_error(
+    file: str,
+    text: str,
+    error: tomllib.TOMLDecodeError,
+    error_class: type[PolicyFileError] = PolicyFileError,
+) -> PolicyFileError:
+    """A TOML decoding error as a ``file:line`` error with a hint on the usual mistakes."""
     message = str(error)
     lineno = getattr(error, "lineno", None)
     if not isinstance(lineno, int):
@@ -168,4 +174,4 @@ def _syntax_error(file: str, text: str, error: tomllib.TOMLDecodeError) -> Polic
             lineno = None
     detail = getattr(error, "msg", None) or re.sub(r"\s*\(at [^)]*\)$", "", message)
     hint = next((advice for start, advice in _TOML_HINTS if detail.startswith(start)), "")
-    return PolicyFileError(file, lineno, f"TOML syntax error: {detail}{hint}")
+    return error_class(file, lineno, f"TOML syntax error: {detail}{hint}")

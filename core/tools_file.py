@@ -1,0 +1,161 @@
+"""Tool declarations as plain data: a TOML tools file that the CLI and the MCP proxy read.
+
+The same facts a plugin's ``tool_spec(...)`` declares, one ``[[tool]]`` table per tool::
+
+    [[tool]]
+    name = "write_file"
+    side_effects = ["file_write"]
+    path_fields = ["path"]
+    content_fields = ["content"]
+
+    [[tool]]
+    name = "run_tests"
+    side_effects = ["shell_command"]
+    cwd_field = "cwd"
+    content_fields = ["command"]
+
+    [tool.schema]              # optional: a JSON Schema the arguments must satisfy
+    type = "object"
+    required = ["command"]
+    properties.command = { type = "string" }
+    properties.cwd = { type = "string" }
+
+Keys: ``name`` and ``side_effects`` are required; ``path_fields``, ``cwd_field``,
+``content_fields`` and ``schema`` are optional. ``required_path_fields`` defaults to every
+path field and the ``cwd_field`` — a call that leaves one out is refused — and can be set
+to a shorter list (``[]`` makes them all optional). Any other key is a mistake, reported
+with its line and the nearest known key, never ignored: a misspelt ``path_field`` would
+otherwise leave a write tool's target unchecked.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from jevqueue.errors import ConfigurationError, PolicyFileError, ToolsFileError
+from jevqueue.policy_file import toml_syntax_error
+from jevqueue.policy_file_lines import TomlLineIndex
+from jevqueue.registry import ToolSpec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["load_tools_file"]
+
+_KEYS = (
+    "name",
+    "side_effects",
+    "path_fields",
+    "required_path_fields",
+    "cwd_field",
+    "content_fields",
+    "schema",
+)
+_LISTS = ("side_effects", "path_fields", "required_path_fields", "content_fields")
+
+
+def load_tools_file(path: str | Path) -> tuple[ToolSpec, ...]:
+    """Read a TOML tools file into one :class:`~jevqueue.registry.ToolSpec` per ``[[tool]]``.
+
+    Args:
+        path: the tools file.
+
+    Returns:
+        The declarations in file order, ready for ``specs=`` of any plugin.
+
+    Raises:
+        ToolsFileError: the file cannot be read, is not TOML, or declares a tool
+            impossibly; ``.file`` and ``.line`` point at the mistake.
+    """
+    if not isinstance(path, (str, Path)):
+        raise ToolsFileError(
+            repr(path)[:80],
+            None,
+            f"a tools file is a path (str or Path), not {type(path).__name__}",
+        )
+    file = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise ToolsFileError(
+            file, None, f"cannot read the tools file: {error.strerror or type(error).__name__}"
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise ToolsFileError(file, line, "the file is not UTF-8 text; save it as UTF-8") from None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise toml_syntax_error(file, text, error, ToolsFileError) from None
+    lines = TomlLineIndex(text)
+    extra = sorted(key for key in document if key != "tool")
+    if extra:
+        raise ToolsFileError(
+            file,
+            lines.line_of((extra[0],)),
+            f"unknown top-level key {extra[0]!r}: a tools file holds only [[tool]] tables",
+        )
+    tables = document.get("tool", [])
+    if not isinstance(tables, list) or not tables:
+        raise ToolsFileError(
+            file, lines.line_of(("tool",)), "declare each tool in a [[tool]] table"
+        )
+    specs: list[ToolSpec] = []
+    seen: dict[str, int] = {}
+    for index, table in enumerate(tables):
+        spec = _spec(file, lines, index, table)
+        if spec.name in seen:
+            raise ToolsFileError(
+                file,
+                lines.line_of(("tool", index, "name")),
+                f"tool {spec.name!r} is declared twice (first as tool #{seen[spec.name] + 1}); "
+                "declare each tool once",
+            )
+        seen[spec.name] = index
+        specs.append(spec)
+    return tuple(specs)
+
+
+def _spec(file: str, lines: TomlLineIndex, index: int, table: Mapping[str, Any]) -> ToolSpec:
+    def fail(key: str | None, message: str) -> PolicyFileError:
+        where = ("tool", index) if key is None else ("tool", index, key)
+        return ToolsFileError(file, lines.line_of(where), message)
+
+    for key in table:
+        if key not in _KEYS:
+            near = difflib.get_close_matches(key, _KEYS, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; known keys: {', '.join(_KEYS)}"
+            raise fail(key, f"unknown key {key!r} in a [[tool]] table{hint}")
+    for key in ("name", "side_effects"):
+        if key not in table:
+            raise fail(None, f"tool #{index + 1} has no {key!r}; every [[tool]] needs one")
+    for key in _LISTS:
+        if key in table and not isinstance(table[key], list):
+            raise fail(key, f'{key!r} must be a list of strings, such as ["path"]')
+    if "schema" in table and not isinstance(table["schema"], dict):
+        raise fail("schema", "'schema' must be a table (a JSON Schema written in TOML)")
+    paths = table.get("path_fields", [])
+    cwd = table.get("cwd_field")
+    required = table.get("required_path_fields")
+    if required is None:
+        required = list(dict.fromkeys([*paths, *([cwd] if isinstance(cwd, str) else [])]))
+    try:
+        return ToolSpec(
+            name=table["name"],
+            side_effects=tuple(table["side_effects"]),  # type: ignore[arg-type]
+            path_fields=tuple(paths),
+            required_path_fields=tuple(required),
+            cwd_field=cwd,
+            content_fields=tuple(table.get("content_fields", [])),
+            schema=table.get("schema"),
+        )
+    except ConfigurationError as error:
+        raise fail(None, str(error)) from None
