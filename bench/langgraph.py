@@ -44,9 +44,9 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 from jevqueue import Governor, PolicyEnforcementPoint  # noqa: E402
 from jevqueue.audit import SQLiteAuditLog, verify_audit_log  # noqa: E402
-from jevqueue.pdp import create_default_policy_decision_point  # noqa: E402
 from jevqueue.plugins.langgraph import create_governed_agent, tool_spec  # noqa: E402
 from jevqueue.plugins.langgraph.testing import ScriptedCall, ScriptedChatModel, scripted_tool_call  # noqa: E402
+from jevqueue.policy._pdp import create_default_policy_decision_point  # noqa: E402
 from jevqueue.testing.recording_audit import RecordingAuditSink  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402

@@ -39,8 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bfcl_data
 from bfcl_data import RoutingItem
-from jevqueue.lexical_ballot import LexicalBallot
-from jevqueue.thresholds import Thresholds
+from jevqueue.governor import LexicalBallot, Thresholds
 
 # The governor counts a lead within this of the margin as reaching it (float differences).
 LEAD_TOLERANCE = 1e-9
@@ -316,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         route = _governor_router(thresholds)
         held = [s.item for s in scored if s.item.split == "heldout"]
         if route is None:
-            print("(jevqueue.governor is not available: replaying the threshold rule)")
+            print("(jevqueue.governor._governor is not available: replaying the threshold rule)")
             report("held-out half", [rule(s, thresholds) for s in scored if s.item in held])
             report("all items", [rule(s, thresholds) for s in scored])
         else:

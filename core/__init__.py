@@ -18,13 +18,7 @@ from typing import TYPE_CHECKING
 from jevqueue._lazy import lazy_getattr
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
     from jevqueue.approvals import ApprovalRecord
-    from jevqueue.ballot import Ballot
-    from jevqueue.canonical import canonical_json
-    from jevqueue.context import ExecutionContext
-    from jevqueue.decision import Decision
-    from jevqueue.default_rules import default_rules
     from jevqueue.errors import (
         ConfigurationError,
         ControlSignal,
@@ -39,58 +33,64 @@ if TYPE_CHECKING:  # pragma: no cover
         UnfulfilledObligationError,
         UsageError,
     )
-    from jevqueue.governor import Governor
+    from jevqueue.governor._ballot import Ballot
+    from jevqueue.governor._decision import Decision
+    from jevqueue.governor._governor import Governor
+    from jevqueue.governor._lexical_ballot import LexicalBallot
+    from jevqueue.governor._path import Path
+    from jevqueue.governor._thresholds import Thresholds
     from jevqueue.host import LOCAL_MODEL_ID, Host
-    from jevqueue.lexical_ballot import LexicalBallot
-    from jevqueue.path import Path
-    from jevqueue.pdp import (
+    from jevqueue.policy._action import Action
+    from jevqueue.policy._canonical import canonical_json
+    from jevqueue.policy._context import ExecutionContext
+    from jevqueue.policy._default_rules import default_rules
+    from jevqueue.policy._pdp import (
         PolicyDecisionPoint,
         RuleBasedPolicyDecisionPoint,
         create_default_policy_decision_point,
     )
-    from jevqueue.pep import PolicyEnforcementPoint
-    from jevqueue.registry import (
+    from jevqueue.policy._pep import PolicyEnforcementPoint
+    from jevqueue.policy._registry import (
         ToolRegistry,
         ToolSpec,
         antigravity_registry,
         generic_registry,
     )
-    from jevqueue.rule import FunctionRule, Rule
-    from jevqueue.thresholds import Thresholds
-    from jevqueue.tools_file import load_tools_file
-    from jevqueue.verdict import Verdict, VerdictKind
+    from jevqueue.policy._rule import FunctionRule, Rule
+    from jevqueue.policy._tools_file import load_tools_file
+    from jevqueue.policy._verdict import Verdict, VerdictKind
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     # the governor
-    "Governor": "jevqueue.governor",
-    "Decision": "jevqueue.decision",
-    "Path": "jevqueue.path",
-    "Ballot": "jevqueue.ballot",
-    "LexicalBallot": "jevqueue.lexical_ballot",
-    "Thresholds": "jevqueue.thresholds",
+    "Governor": "jevqueue.governor._governor",
+    "Decision": "jevqueue.governor._decision",
+    "Path": "jevqueue.governor._path",
+    "Ballot": "jevqueue.governor._ballot",
+    "LexicalBallot": "jevqueue.governor._lexical_ballot",
+    "Thresholds": "jevqueue.governor._thresholds",
     "Host": "jevqueue.host",
     "LOCAL_MODEL_ID": "jevqueue.host",
     # the policy layer
-    "ExecutionContext": "jevqueue.context",
-    "PolicyEnforcementPoint": "jevqueue.pep",
-    "create_default_policy_decision_point": "jevqueue.pdp",
-    "Verdict": "jevqueue.verdict",
-    "VerdictKind": "jevqueue.verdict",
+    "ExecutionContext": "jevqueue.policy._context",
+    "PolicyEnforcementPoint": "jevqueue.policy._pep",
+    "create_default_policy_decision_point": "jevqueue.policy._pdp",
+    "Verdict": "jevqueue.policy._verdict",
+    "VerdictKind": "jevqueue.policy._verdict",
     "ApprovalRecord": "jevqueue.approvals",
-    "Action": "jevqueue.action",
-    "ToolSpec": "jevqueue.registry",
-    "ToolRegistry": "jevqueue.registry",
-    "load_tools_file": "jevqueue.tools_file",
-    "generic_registry": "jevqueue.registry",
-    "antigravity_registry": "jevqueue.registry",
-    "Rule": "jevqueue.rule",
-    "FunctionRule": "jevqueue.rule",
-    "PolicyDecisionPoint": "jevqueue.pdp",
-    "RuleBasedPolicyDecisionPoint": "jevqueue.pdp",
-    "default_rules": "jevqueue.default_rules",
-    "canonical_json": "jevqueue.canonical",
+    "Action": "jevqueue.policy._action",
+    "ToolSpec": "jevqueue.policy._registry",
+    "ToolRegistry": "jevqueue.policy._registry",
+    "load_tools_file": "jevqueue.policy._tools_file",
+    "generic_registry": "jevqueue.policy._registry",
+    "antigravity_registry": "jevqueue.policy._registry",
+    "Rule": "jevqueue.policy._rule",
+    "FunctionRule": "jevqueue.policy._rule",
+    "PolicyDecisionPoint": "jevqueue.policy._pdp",
+    "RuleBasedPolicyDecisionPoint": "jevqueue.policy._pdp",
+    "default_rules": "jevqueue.policy._default_rules",
+    "canonical_json": "jevqueue.policy._canonical",
     # errors most callers catch
     "JevError": "jevqueue.errors",
     "UsageError": "jevqueue.errors",

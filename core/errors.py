@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.verdict import Verdict
+    from jevqueue.policy._verdict import Verdict
 
 __all__ = [
     "ApprovalRequiredError",

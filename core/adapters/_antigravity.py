@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jevqueue.adapters._generic import GenericAdapter
-from jevqueue.registry import antigravity_registry
+from jevqueue.policy._registry import antigravity_registry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.pep import PolicyEnforcementPoint
-    from jevqueue.registry import ToolRegistry
+    from jevqueue.policy._pep import PolicyEnforcementPoint
+    from jevqueue.policy._registry import ToolRegistry
 
 __all__ = ["AntigravityAdapter"]
 
 
 class AntigravityAdapter(GenericAdapter):
-    """A :class:`GenericAdapter` over :func:`jevqueue.registry.antigravity_registry`.
+    """A :class:`GenericAdapter` over :func:`jevqueue.policy.antigravity_registry`.
 
     Accepts ``write_to_file`` (``TargetFile``, ``CodeContent``), ``run_command``
     (``CommandLine``, ``Cwd``; ``SafeToAutoRun`` is the agent's claim and is ignored),

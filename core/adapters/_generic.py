@@ -6,14 +6,14 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jevqueue.action import Action
 from jevqueue.errors import ConfigurationError, UsageError
-from jevqueue.pep import PolicyEnforcementPoint, _signal
-from jevqueue.registry import ToolRegistry, generic_registry
+from jevqueue.policy._action import Action
+from jevqueue.policy._pep import PolicyEnforcementPoint, _signal
+from jevqueue.policy._registry import ToolRegistry, generic_registry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.context import ExecutionContext
-    from jevqueue.verdict import Verdict
+    from jevqueue.policy._context import ExecutionContext
+    from jevqueue.policy._verdict import Verdict
 
 __all__ = ["GenericAdapter"]
 
@@ -27,7 +27,7 @@ class GenericAdapter:
     Args:
         pep: the policy enforcement point.
         registry: the tools this adapter accepts; defaults to
-            :func:`jevqueue.registry.generic_registry` (``write_to_file``, ``run_command``).
+            :func:`jevqueue.policy.generic_registry` (``write_to_file``, ``run_command``).
 
     Example::
 

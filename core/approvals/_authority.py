@@ -18,7 +18,7 @@ from jevqueue.approvals._record import IDENTIFIER_PATTERN, ApprovalRecord
 from jevqueue.errors import ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
+    from jevqueue.policy._action import Action
 
 __all__ = ["ApprovalAuthority", "SignedApprovalVerifier", "signing_bytes"]
 

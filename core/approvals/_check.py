@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 from jevqueue.approvals._record import ApprovalRecord
 from jevqueue.errors import ConfigurationError
-from jevqueue.verdict import VerdictKind
+from jevqueue.policy._verdict import VerdictKind
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
     from jevqueue.approvals._consumed import ConsumedApprovalStore
     from jevqueue.approvals._verifier import ApprovalVerifier
-    from jevqueue.verdict import Verdict
+    from jevqueue.policy._action import Action
+    from jevqueue.policy._verdict import Verdict
 
 __all__ = ["CLOCK_SKEW", "DEFAULT_FRESHNESS", "EXPLICIT_APPROVAL", "check_approvals"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
     from jevqueue.approvals._record import ApprovalRecord
+    from jevqueue.policy._action import Action
 
 __all__ = ["ApprovalVerifier"]
 

@@ -12,8 +12,8 @@ from jevqueue.audit._sink import ChainedAuditLog
 from jevqueue.errors import AuditWriteError, ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
-    from jevqueue.verdict import Verdict
+    from jevqueue.policy._action import Action
+    from jevqueue.policy._verdict import Verdict
 
 __all__ = ["AuditChain"]
 

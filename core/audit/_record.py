@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from jevqueue.errors import AuditWriteError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
-    from jevqueue.verdict import Verdict
+    from jevqueue.policy._action import Action
+    from jevqueue.policy._verdict import Verdict
 
 __all__ = ["GENESIS_HASH", "AuditRecord", "canonical_record_bytes", "decision_event"]
 
@@ -472,8 +472,8 @@ def decision_event(
 ) -> dict[str, Any]:
     """Return the audit event for ``verdict`` about ``action`` (the PEP's input).
 
-    Works with any object shaped like :class:`~jevqueue.verdict.Verdict` and
-    :class:`~jevqueue.action.Action`; ``action`` may be ``None`` when no action could be
+    Works with any object shaped like :class:`~jevqueue.policy.Verdict` and
+    :class:`~jevqueue.policy.Action`; ``action`` may be ``None`` when no action could be
     built, and then only the verdict's fields are recorded.
     """
     context = getattr(action, "context", None)

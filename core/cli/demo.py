@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import click
-from jevqueue.path import Path
+from jevqueue.governor._path import Path
 
 if TYPE_CHECKING:  # pragma: no cover - imported when the command runs, not for --help
     from jevqueue.demo import DemoSession, Endpoint, StepReport

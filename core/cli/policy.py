@@ -23,7 +23,7 @@ def check(files: tuple[str, ...], quiet: bool) -> None:
 
     Exits 0 when every file is usable, 1 when any has a mistake.
     """
-    from jevqueue.policy_file import check_policy_file
+    from jevqueue.policy_files._loader import check_policy_file
 
     mistakes = 0
     for file in files:
@@ -79,10 +79,10 @@ def explain(
     file has a mistake or the call is refused before evaluation (unregistered tool, bad
     context or arguments); 2 on usage mistakes.
     """
-    from jevqueue.action import Action
     from jevqueue.errors import JevError, PolicyFileError
-    from jevqueue.pdp import create_default_policy_decision_point
-    from jevqueue.registry import antigravity_registry, generic_registry
+    from jevqueue.policy._action import Action
+    from jevqueue.policy._pdp import create_default_policy_decision_point
+    from jevqueue.policy._registry import antigravity_registry, generic_registry
 
     parsed_arguments = _json_object(arguments, "--args")
     parsed_context = _json_object(context, "--context")
@@ -93,7 +93,7 @@ def explain(
         click.echo(str(error))
         raise SystemExit(1) from None
     try:
-        from jevqueue.context import ExecutionContext
+        from jevqueue.policy._context import ExecutionContext
 
         action = Action.build(
             tools, tool_name, parsed_arguments, ExecutionContext.coerce(parsed_context)

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jevqueue.messages import is_user_turn, newest_user_text
-from jevqueue.risk_rules import RiskRule
+from jevqueue.governor._messages import is_user_turn, newest_user_text
+from jevqueue.governor._risk_rules import RiskRule
 
 __all__ = ["ChangeFreezeCalendar", "change_freeze"]
 

@@ -18,19 +18,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jevqueue.decision import Decision
 from jevqueue.demo.change_freeze import ChangeFreezeCalendar, change_freeze
 from jevqueue.demo.script import SESSION, DemoTurn, Induced, OnError
 from jevqueue.demo.scripted_model import SCRIPTED_MODEL_ID, ScriptedDemoModel, ScriptMismatchError
 from jevqueue.demo.toolset import IRREVERSIBLE_TOOLS, STATIC_TOOLS, TOOLS, run_tool
 from jevqueue.errors import JevError, ProviderHTTPError
-from jevqueue.lexical_ballot import LexicalBallot
-from jevqueue.path import Path
-from jevqueue.risk_rules import default_risk_rules
-from jevqueue.thresholds import Thresholds
+from jevqueue.governor._decision import Decision
+from jevqueue.governor._lexical_ballot import LexicalBallot
+from jevqueue.governor._path import Path
+from jevqueue.governor._risk_rules import default_risk_rules
+from jevqueue.governor._thresholds import Thresholds
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.governor import Governor
+    from jevqueue.governor._governor import Governor
     from jevqueue.plugins.openai import OpenAIChatHost
 
 __all__ = [
@@ -162,7 +162,7 @@ class DemoSession:
         script: Sequence[DemoTurn] = SESSION,
         thresholds: Thresholds | None = None,
     ) -> None:
-        from jevqueue.governor import Governor
+        from jevqueue.governor._governor import Governor
         from jevqueue.plugins.openai import OpenAIChatHost, ScriptedChatTransport
 
         self.endpoint = endpoint

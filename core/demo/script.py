@@ -17,7 +17,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-from jevqueue.path import Path
+from jevqueue.governor._path import Path
 
 __all__ = ["SESSION", "DemoTurn", "Induced", "ModelReply", "OnError"]
 

@@ -52,14 +52,14 @@ from jevqueue.errors import ProviderDisobeyedError
 from jevqueue.host import LOCAL_MODEL_ID
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
     from jevqueue.approvals import ApprovalRecord
-    from jevqueue.context import ExecutionContext
-    from jevqueue.governor import Governor
-    from jevqueue.pep import PolicyEnforcementPoint
-    from jevqueue.registry import ToolRegistry, ToolSpec
+    from jevqueue.governor._governor import Governor
+    from jevqueue.policy._action import Action
+    from jevqueue.policy._context import ExecutionContext
+    from jevqueue.policy._pep import PolicyEnforcementPoint
+    from jevqueue.policy._registry import ToolRegistry, ToolSpec
+    from jevqueue.policy._verdict import Verdict
     from jevqueue.testing.recording_audit import RecordingAuditSink
-    from jevqueue.verdict import Verdict
 
 __all__ = [
     "CONFORMANCE_GIT_SHA",
@@ -127,7 +127,7 @@ class ConformanceTool:
 
     def spec(self) -> ToolSpec:
         """The registry declaration of this tool (side effects and path fields)."""
-        from jevqueue.registry import ToolSpec
+        from jevqueue.policy._registry import ToolSpec
 
         return ToolSpec(
             name=self.name,
@@ -261,7 +261,7 @@ class ConformancePolicy:
 
     def evaluate(self, action: Action) -> Verdict:
         """Decide ``action`` by its tool name."""
-        from jevqueue.verdict import Verdict
+        from jevqueue.policy._verdict import Verdict
 
         if action.tool == "get_weather":
             return Verdict.allow(
@@ -303,7 +303,7 @@ class PolicyHarness:
 
     def digest(self, tool: str, arguments: Mapping[str, Any]) -> str:
         """The action digest of calling ``tool`` with ``arguments`` in this context."""
-        from jevqueue.action import Action
+        from jevqueue.policy._action import Action
 
         return Action.build(self.registry, tool, dict(arguments), self.context).digest
 
@@ -323,9 +323,9 @@ def _build_policy(tools: Sequence[ConformanceTool]) -> PolicyHarness:
         MemoryConsumedApprovals,
         SignedApprovalVerifier,
     )
-    from jevqueue.context import ExecutionContext
-    from jevqueue.pep import PolicyEnforcementPoint
-    from jevqueue.registry import ToolRegistry
+    from jevqueue.policy._context import ExecutionContext
+    from jevqueue.policy._pep import PolicyEnforcementPoint
+    from jevqueue.policy._registry import ToolRegistry
     from jevqueue.testing.recording_audit import RecordingAuditSink
 
     registry = ToolRegistry()
@@ -497,8 +497,8 @@ class PluginConformance(ABC):
         risk_reason: str | None = None,
     ) -> Governor:
         """A governor with a fixed-score ballot (tool at >= 0.9, prose below 0.2)."""
-        from jevqueue.governor import Governor
-        from jevqueue.thresholds import Thresholds
+        from jevqueue.governor._governor import Governor
+        from jevqueue.governor._thresholds import Thresholds
 
         def risk_rule(
             messages: Sequence[Mapping[str, Any]],

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from jevqueue.governor._messages import with_directive
 from jevqueue.host import LOCAL_MODEL_ID
-from jevqueue.messages import with_directive
 from jevqueue.testing.scripted_model import ModelCall, ScriptedModel, Step
 
 __all__ = ["AsyncScriptedHost", "HostCall", "ScriptedHost", "called_tool_names"]

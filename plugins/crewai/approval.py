@@ -31,9 +31,8 @@ from typing import IO, TYPE_CHECKING, Any, Protocol, Union
 from jevqueue.errors import ApprovalRequiredError, ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
     from jevqueue.approvals import ApprovalAuthority, ApprovalRecord
-    from jevqueue.verdict import Verdict
+    from jevqueue.policy import Action, Verdict
 
 __all__ = [
     "ApprovalCallback",

@@ -29,10 +29,9 @@ from typing import Any
 
 from crewai.utilities.agent_utils import extract_tool_call_info, is_tool_call_list
 from jevqueue.errors import ConfigurationError
+from jevqueue.governor import normalize_tool, with_directive
 from jevqueue.host import LOCAL_MODEL_ID
-from jevqueue.messages import with_directive
 from jevqueue.plugins.crewai.turn import ToolConstraint, TurnScope, tool_constraint_scope
-from jevqueue.tool_schema import normalize_tool
 
 __all__ = ["UNREADABLE_CALL", "CrewTurnHost", "LocalText", "local_tool_call"]
 

@@ -29,9 +29,8 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, Literal
 
 from crewai.llms.base_llm import BaseLLM, call_stop_override, call_stream_override
-from jevqueue.decision import Decision
 from jevqueue.errors import ConfigurationError, ProviderDisobeyedError, TurnInterruptedError
-from jevqueue.path import Path
+from jevqueue.governor import Decision, Path
 from jevqueue.plugins.crewai.crew_host import CrewTurnHost
 from jevqueue.plugins.crewai.stops import (
     CrewProviderDisobeyedError,

@@ -5,7 +5,7 @@
 (:class:`~jevqueue.plugins.crewai.GovernedToolHooks`). For one call it:
 
 1. refuses a tool the current turn did not offer (see :mod:`.turn`);
-2. builds the canonical :class:`~jevqueue.action.Action` from the registry and context
+2. builds the canonical :class:`~jevqueue.policy.Action` from the registry and context
    (an unregistered tool or non-canonical arguments is a refusal);
 3. asks the PEP (``enforce``), which audits every decision;
 4. on an unmet ``explicit_approval`` obligation, asks the approval callback for records
@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crewai.utilities.string_utils import sanitize_tool_name
-from jevqueue.action import Action
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import (
     ApprovalRequiredError,
     ConfigurationError,
@@ -38,16 +36,14 @@ from jevqueue.errors import (
 )
 from jevqueue.plugins.crewai.approval import ApprovalCallback, ApprovalRequest, ConsoleApproval
 from jevqueue.plugins.crewai.turn import ToolNotOfferedError, TurnScope
-from jevqueue.verdict import VerdictKind
+from jevqueue.policy import Action, ExecutionContext, VerdictKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from crewai.tools import BaseTool
     from jevqueue.approvals import ApprovalRecord
-    from jevqueue.pep import PolicyEnforcementPoint
     from jevqueue.plugins.crewai.governed_tool import GovernedTool
     from jevqueue.plugins.crewai.tool_hooks import GovernedToolHooks
-    from jevqueue.registry import ToolRegistry
-    from jevqueue.verdict import Verdict
+    from jevqueue.policy import PolicyEnforcementPoint, ToolRegistry, Verdict
 
 __all__ = ["DENIAL_CODE", "GuardOutcome", "ToolGuard"]
 

@@ -8,7 +8,7 @@ from typing import Any
 from crewai.tools import BaseTool
 from crewai.utilities.string_utils import sanitize_tool_name
 from jevqueue.errors import ConfigurationError
-from jevqueue.registry import ToolSpec
+from jevqueue.policy import ToolSpec
 
 __all__ = ["tool_spec"]
 
@@ -35,7 +35,7 @@ def tool_spec(
         with_schema: Also require the arguments to satisfy the tool's own argument schema.
 
     Returns:
-        A :class:`~jevqueue.registry.ToolSpec` named ``sanitize_tool_name(tool.name)``.
+        A :class:`~jevqueue.policy.ToolSpec` named ``sanitize_tool_name(tool.name)``.
 
     Raises:
         ConfigurationError: ``tool`` is not a CrewAI tool, or a field is malformed.

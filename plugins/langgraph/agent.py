@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from jevqueue.context import ExecutionContext
-from jevqueue.decision import Decision
-from jevqueue.governor import Governor
+from jevqueue.governor import Decision, Governor
 from jevqueue.plugins.langgraph._framework import (
     END,
     START,
@@ -18,7 +16,7 @@ from jevqueue.plugins.langgraph._framework import (
 from jevqueue.plugins.langgraph.model_node import OnDisobey, governed_model_node
 from jevqueue.plugins.langgraph.tool_choice import ToolChoice
 from jevqueue.plugins.langgraph.tool_node import policy_tool_node
-from jevqueue.registry import ToolRegistry, ToolSpec
+from jevqueue.policy import ExecutionContext, ToolRegistry, ToolSpec
 
 __all__ = ["create_governed_agent"]
 

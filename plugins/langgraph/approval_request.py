@@ -22,11 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jevqueue.action import Action
 from jevqueue.approvals import ApprovalRecord
-from jevqueue.canonical import canonical_json
 from jevqueue.errors import InvalidApprovalError
-from jevqueue.verdict import Verdict
+from jevqueue.policy import Action, Verdict, canonical_json
 
 __all__ = ["APPROVAL_REQUEST_KIND", "PendingApproval", "approval_request", "read_approval_answer"]
 

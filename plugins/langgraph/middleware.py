@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import ProviderDisobeyedError
 from jevqueue.governor import Governor
 from jevqueue.plugins.langgraph._framework import (
@@ -38,7 +37,7 @@ from jevqueue.plugins.langgraph.model_node import OnDisobey, local_message
 from jevqueue.plugins.langgraph.openai_forms import ToolForms, openai_messages
 from jevqueue.plugins.langgraph.tool_choice import ToolChoice
 from jevqueue.plugins.langgraph.tool_node import PolicyToolNode
-from jevqueue.registry import ToolRegistry, ToolSpec
+from jevqueue.policy import ExecutionContext, ToolRegistry, ToolSpec
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelResponse

@@ -6,9 +6,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from jevqueue.decision import Decision
 from jevqueue.errors import ConfigurationError, ProviderDisobeyedError
-from jevqueue.governor import Governor
+from jevqueue.governor import Decision, Governor
 from jevqueue.host import LOCAL_MODEL_ID
 from jevqueue.plugins.langgraph._framework import (
     AIMessage,
@@ -312,7 +311,7 @@ def governed_model_node(
         system_prompt: Prepended to the messages on every call, when given.
         interrupted: A callable consulted after the decision and before the model call;
             when it returns True the turn raises ``TurnInterruptedError``.
-        on_decision: Called with every turn's :class:`~jevqueue.decision.Decision` (the
+        on_decision: Called with every turn's :class:`~jevqueue.governor.Decision` (the
             same record as ``governor.last``), also when the turn failed: for logs and
             metrics.
         messages_key: The state key holding the messages.

@@ -4,7 +4,7 @@ A :class:`PolicyToolNode` wraps a LangGraph ``ToolNode`` whose ``wrap_tool_call`
 ``awrap_tool_call`` interception is the enforcement point. One run of the node:
 
 1. takes the newest ``AIMessage``'s tool calls that have no ``ToolMessage`` answer yet;
-2. builds each call's canonical :class:`~jevqueue.action.Action` (fail closed: an
+2. builds each call's canonical :class:`~jevqueue.policy.Action` (fail closed: an
    unregistered tool or a bad argument is refused before evaluation) and evaluates it
    with the PEP (audited);
 3. when any call needs an explicit approval, pauses the graph **once**, with
@@ -33,9 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jevqueue.action import Action
 from jevqueue.approvals import EXPLICIT_APPROVAL
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import (
     ConfigurationError,
     PolicyDeniedError,
@@ -57,8 +55,7 @@ from jevqueue.plugins.langgraph.approval_request import (
     approval_request,
     read_approval_answer,
 )
-from jevqueue.registry import ToolRegistry, ToolSpec
-from jevqueue.verdict import Verdict, VerdictKind
+from jevqueue.policy import Action, ExecutionContext, ToolRegistry, ToolSpec, Verdict, VerdictKind
 
 __all__ = ["CONTEXT_CONFIG_KEY", "PolicyToolNode", "policy_tool_node", "tool_spec"]
 
@@ -91,7 +88,7 @@ def tool_spec(
         with_schema: Also check arguments against the tool's own JSON Schema.
 
     Returns:
-        The :class:`~jevqueue.registry.ToolSpec`, named after the tool.
+        The :class:`~jevqueue.policy.ToolSpec`, named after the tool.
     """
     function = convert_to_openai_tool(tool)["function"]
     return ToolSpec(
@@ -453,7 +450,7 @@ def policy_tool_node(
 
     Args:
         tools: The LangChain tools to run.
-        pep: The :class:`~jevqueue.pep.PolicyEnforcementPoint` that judges every call.
+        pep: The :class:`~jevqueue.policy.PolicyEnforcementPoint` that judges every call.
         registry: A registry holding the tools' declarations (a fresh one when omitted).
         specs: Declarations to add, one per tool: :func:`tool_spec` builds them.
         context: The default execution context; a run's

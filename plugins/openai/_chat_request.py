@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from jevqueue.errors import ConfigurationError, ProviderHTTPError, UsageError
-from jevqueue.messages import with_directive
-from jevqueue.tool_schema import normalize_tools, tool_names
+from jevqueue.governor import normalize_tools, tool_names, with_directive
 
 DirectiveRole = Literal["system", "developer", "user"]
 

@@ -16,6 +16,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from jevqueue.errors import ConfigurationError, ProviderHTTPError
+from jevqueue.governor import tool_names
 from jevqueue.plugins.openai._chat_request import (
     DirectiveRole,
     check_request_fields,
@@ -28,7 +29,6 @@ from jevqueue.plugins.openai.completion import (
     text_completion,
     tool_call_completion,
 )
-from jevqueue.tool_schema import tool_names
 
 __all__ = ["DEFAULT_BASE_URL", "AsyncOpenAIChatHost", "InterruptFlag", "OpenAIChatHost"]
 

@@ -3,8 +3,8 @@
 The governor decides which tool the model must call; :class:`PolicyToolRunner` decides
 whether the concrete call — name, canonical arguments, execution context — may run. For
 each call in ``choices[0].message.tool_calls`` (and the legacy ``function_call``) it
-builds the canonical :class:`~jevqueue.action.Action`, asks the
-:class:`~jevqueue.pep.PolicyEnforcementPoint` (which audits every decision) and only then
+builds the canonical :class:`~jevqueue.policy.Action`, asks the
+:class:`~jevqueue.policy.PolicyEnforcementPoint` (which audits every decision) and only then
 runs the function. Calls are read by
 :func:`~jevqueue.plugins.openai.completion.read_called_tools`, the same reader as the
 governor's read-back, so the tool that runs is the tool the read-back checked. A denied
@@ -21,18 +21,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jevqueue.action import Action
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import (
     ConfigurationError,
     PolicyDeniedError,
     UnfulfilledObligationError,
     UsageError,
 )
-from jevqueue.pep import PolicyEnforcementPoint
 from jevqueue.plugins.openai.completion import UNNAMED_CALL, CalledTool, read_called_tools
-from jevqueue.registry import ToolRegistry
-from jevqueue.verdict import Verdict, VerdictKind
+from jevqueue.policy import (
+    Action,
+    ExecutionContext,
+    PolicyEnforcementPoint,
+    ToolRegistry,
+    Verdict,
+    VerdictKind,
+)
 
 __all__ = ["PolicyToolRunner", "ToolCallResult"]
 
@@ -88,7 +91,7 @@ class PolicyToolRunner:
         registry: The tools' declarations (side effects, path fields). Every function
             must be registered: an undeclared tool could never be judged.
         context: The execution context of every call (an
-            :class:`~jevqueue.context.ExecutionContext` or a mapping of its fields).
+            :class:`~jevqueue.policy.ExecutionContext` or a mapping of its fields).
 
     Raises:
         ConfigurationError: A function has no registry entry.

@@ -24,8 +24,7 @@ import pytest
 from jevqueue.adapters import AntigravityAdapter
 from jevqueue.approvals import ApprovalAuthority, SignedApprovalVerifier, SQLiteConsumedApprovals
 from jevqueue.errors import JevError
-from jevqueue.pdp import create_default_policy_decision_point
-from jevqueue.pep import PolicyEnforcementPoint
+from jevqueue.policy import PolicyEnforcementPoint, create_default_policy_decision_point
 from jevqueue.testing.recording_audit import RecordingAuditSink
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -11,7 +11,7 @@ from attack_harness import APPROVER, GuardedTools, Sandbox, make_pep
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jevqueue.adapters import AntigravityAdapter
 from jevqueue.approvals import ApprovalAuthority
-from jevqueue.pep import PolicyEnforcementPoint
+from jevqueue.policy import PolicyEnforcementPoint
 from jevqueue.testing.recording_audit import RecordingAuditSink
 
 

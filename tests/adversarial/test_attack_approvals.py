@@ -10,13 +10,15 @@ from typing import Any
 import pytest
 from attack_harness import APPROVER, GuardedTools, Sandbox, assert_refused, make_pep
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from jevqueue.action import Action
 from jevqueue.adapters import AntigravityAdapter, GenericAdapter
 from jevqueue.approvals import ApprovalAuthority, ApprovalRecord, SQLiteConsumedApprovals
 from jevqueue.errors import PolicyDeniedError, UnfulfilledObligationError
-from jevqueue.pdp import create_default_policy_decision_point
-from jevqueue.pep import PolicyEnforcementPoint
-from jevqueue.registry import antigravity_registry
+from jevqueue.policy import (
+    Action,
+    PolicyEnforcementPoint,
+    antigravity_registry,
+    create_default_policy_decision_point,
+)
 from jevqueue.testing.recording_audit import RecordingAuditSink
 
 NEEDS_APPROVAL = UnfulfilledObligationError

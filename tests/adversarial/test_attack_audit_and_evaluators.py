@@ -11,23 +11,26 @@ from typing import Any
 import pytest
 from attack_harness import GuardedTools, Sandbox, assert_refused
 from click.testing import CliRunner
-from jevqueue.action import Action
 from jevqueue.adapters import AntigravityAdapter
 from jevqueue.audit import JsonlAuditLog, SQLiteAuditLog, verify_audit_log
 from jevqueue.cli import main
-from jevqueue.default_rules import default_rules
 from jevqueue.errors import PolicyDeniedError
-from jevqueue.pdp import RuleBasedPolicyDecisionPoint
-from jevqueue.pep import PolicyEnforcementPoint
+from jevqueue.policy import (
+    Action,
+    PolicyEnforcementPoint,
+    RuleBasedPolicyDecisionPoint,
+    Verdict,
+    VerdictKind,
+    default_rules,
+)
 from jevqueue.testing.recording_audit import RecordingAuditSink
-from jevqueue.verdict import Verdict, VerdictKind
 
 # --- tampering with the audit log -----------------------------------------------------------
 
 
 def run_decisions(sandbox: Sandbox, log: Any, count: int = 5) -> None:
     """Record ``count`` real decisions (allowed writes, one per file)."""
-    from jevqueue.pdp import create_default_policy_decision_point
+    from jevqueue.policy import create_default_policy_decision_point
 
     tools = GuardedTools(
         AntigravityAdapter(

@@ -8,13 +8,11 @@ from typing import Any
 
 import pytest
 from attack_harness import GuardedTools, Sandbox, assert_refused, make_pep
-from jevqueue.action import Action
 from jevqueue.adapters import AntigravityAdapter
 from jevqueue.approvals import ApprovalAuthority
 from jevqueue.errors import PolicyDeniedError
-from jevqueue.registry import antigravity_registry
+from jevqueue.policy import Action, VerdictKind, antigravity_registry
 from jevqueue.testing.recording_audit import RecordingAuditSink
-from jevqueue.verdict import VerdictKind
 
 POLICY = """
 [policy]

@@ -8,14 +8,12 @@ from datetime import datetime, timezone
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from jevqueue.action import Action
 from jevqueue.approvals import (
     ApprovalAuthority,
     MemoryConsumedApprovals,
     SignedApprovalVerifier,
 )
-from jevqueue.registry import generic_registry
-from jevqueue.verdict import Verdict
+from jevqueue.policy import Action, Verdict, generic_registry
 
 CONTEXT = {
     "task_id": "task-42",

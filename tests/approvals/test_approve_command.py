@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from jevqueue.action import Action
 from jevqueue.approvals import (
     ApprovalRecord,
     MemoryConsumedApprovals,
@@ -15,7 +14,7 @@ from jevqueue.approvals import (
     load_public_key,
 )
 from jevqueue.cli import main
-from jevqueue.verdict import Verdict
+from jevqueue.policy import Action, Verdict
 
 
 def _keygen(runner: CliRunner, path: Path) -> None:

@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from jevqueue.action import Action
 from jevqueue.approvals import (
     CLOCK_SKEW,
     DEFAULT_FRESHNESS,
@@ -20,7 +19,7 @@ from jevqueue.approvals import (
     check_approvals,
 )
 from jevqueue.errors import ConfigurationError
-from jevqueue.verdict import Verdict, VerdictKind
+from jevqueue.policy import Action, Verdict, VerdictKind
 
 
 @pytest.fixture

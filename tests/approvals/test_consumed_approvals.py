@@ -11,7 +11,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from jevqueue.action import Action
 from jevqueue.approvals import (
     ApprovalAuthority,
     ConsumedApprovalStore,
@@ -22,7 +21,7 @@ from jevqueue.approvals import (
     default_consumed_approvals_path,
 )
 from jevqueue.errors import ConfigurationError
-from jevqueue.verdict import Verdict
+from jevqueue.policy import Action, Verdict
 
 DIGEST = "sha256:" + "cd" * 32
 

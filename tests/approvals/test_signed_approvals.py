@@ -14,7 +14,6 @@ import rfc8785
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from jevqueue.action import Action
 from jevqueue.approvals import (
     ApprovalAuthority,
     ApprovalRecord,
@@ -26,6 +25,7 @@ from jevqueue.approvals import (
     signing_bytes,
 )
 from jevqueue.errors import ConfigurationError, InvalidApprovalError
+from jevqueue.policy import Action
 
 
 def test_the_signature_covers_the_rfc8785_form_of_every_field(

@@ -11,7 +11,6 @@ import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jevqueue.action import Action
 from jevqueue.audit import (
     GENESIS_HASH,
     AuditChain,
@@ -21,9 +20,8 @@ from jevqueue.audit import (
 )
 from jevqueue.audit._record import HASHED_FIELDS, canonical_record_bytes
 from jevqueue.errors import AuditWriteError, ConfigurationError
-from jevqueue.registry import generic_registry
+from jevqueue.policy import Action, Verdict, generic_registry
 from jevqueue.testing.recording_audit import RecordingAuditSink
-from jevqueue.verdict import Verdict
 
 Event = Callable[..., dict[str, Any]]
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from jevqueue.thresholds import Thresholds
+from jevqueue.governor import Thresholds
 
 # Round numbers, so every test can see which side of a threshold a score falls.
 THRESHOLDS = Thresholds(confident=0.6, margin=0.2, floor=0.2)

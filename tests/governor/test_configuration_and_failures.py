@@ -44,7 +44,7 @@ def test_a_single_rule_instead_of_a_sequence_is_rejected() -> None:
 
 
 def test_defaults_are_the_lexical_ballot_and_calibrated_thresholds() -> None:
-    from jevqueue.lexical_ballot import LexicalBallot
+    from jevqueue.governor import LexicalBallot
 
     gov = Governor()
     assert isinstance(gov.ballot, LexicalBallot)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from jevqueue import Governor, Path
 from jevqueue.errors import ConfigurationError
-from jevqueue.risk_rules import default_risk_rules, destructive_intent, injected_instructions
+from jevqueue.governor import default_risk_rules, destructive_intent, injected_instructions
 from jevqueue.testing import ScriptedHost, ScriptedModel, text_response
 
 from .conftest import THRESHOLDS, FixedBallot, after_tool_result

@@ -6,16 +6,19 @@ from typing import Any
 
 import pytest
 from jevqueue.errors import InvalidToolSchemaError
-from jevqueue.messages import (
+from jevqueue.governor import (
+    EMPTY_PARAMETERS,
+    ToolSchema,
     follows_tool_result,
     is_user_turn,
     message_text,
     newest_role,
     newest_tool_result_text,
     newest_user_text,
+    normalize_tools,
+    tool_names,
     with_directive,
 )
-from jevqueue.tool_schema import EMPTY_PARAMETERS, ToolSchema, normalize_tools, tool_names
 
 PARAMS = {"type": "object", "properties": {"path": {"type": "string"}}}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from jevqueue.context import ExecutionContext
+from jevqueue.policy import ExecutionContext
 
 WORKSPACE = "/workspace/project"
 SHA = "0123456789abcdef0123456789abcdef01234567"

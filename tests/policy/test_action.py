@@ -9,8 +9,6 @@ import pytest
 import rfc8785
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from jevqueue.action import Action, resolve_path
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import (
     ArgumentsTooDeepError,
     InvalidContextError,
@@ -19,7 +17,15 @@ from jevqueue.errors import (
     UnregisteredToolError,
     UnsupportedTypeError,
 )
-from jevqueue.registry import ToolRegistry, ToolSpec, antigravity_registry, generic_registry
+from jevqueue.policy import (
+    Action,
+    ExecutionContext,
+    ToolRegistry,
+    ToolSpec,
+    antigravity_registry,
+    generic_registry,
+    resolve_path,
+)
 
 from .conftest import WORKSPACE, context_mapping
 

@@ -16,11 +16,14 @@ from jevqueue.errors import (
     UnfulfilledObligationError,
     UnregisteredToolError,
 )
-from jevqueue.pdp import create_default_policy_decision_point
-from jevqueue.pep import PolicyEnforcementPoint
-from jevqueue.registry import ToolSpec, generic_registry
+from jevqueue.policy import (
+    PolicyEnforcementPoint,
+    ToolSpec,
+    VerdictKind,
+    create_default_policy_decision_point,
+    generic_registry,
+)
 from jevqueue.testing.recording_audit import RecordingAuditSink
-from jevqueue.verdict import VerdictKind
 
 from .conftest import WORKSPACE, context_mapping
 

@@ -9,13 +9,6 @@ import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jevqueue.canonical import (
-    MAX_BYTES,
-    MAX_DEPTH,
-    MAX_SAFE_INTEGER,
-    canonical_json,
-    check_canonical,
-)
 from jevqueue.errors import (
     ArgumentsTooDeepError,
     ArgumentsTooLargeError,
@@ -27,6 +20,13 @@ from jevqueue.errors import (
     NonStringKeyError,
     UnsupportedTypeError,
     UsageError,
+)
+from jevqueue.policy import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_SAFE_INTEGER,
+    canonical_json,
+    check_canonical,
 )
 
 # Text without lone surrogates (which no UTF-8 document can carry).

@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import InvalidContextError, UsageError
+from jevqueue.policy import ExecutionContext
 
 from .conftest import SHA, context_mapping
 

@@ -4,16 +4,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jevqueue.action import Action
-from jevqueue.default_rules import (
+from jevqueue.policy import (
     EXPLICIT_APPROVAL,
+    Action,
     CredentialContentRule,
     PathNormalizationRule,
+    ToolRegistry,
+    ToolSpec,
+    Verdict,
+    VerdictKind,
+    antigravity_registry,
+    create_default_policy_decision_point,
     default_rules,
 )
-from jevqueue.pdp import create_default_policy_decision_point
-from jevqueue.registry import ToolRegistry, ToolSpec, antigravity_registry
-from jevqueue.verdict import Verdict, VerdictKind
 
 from .conftest import WORKSPACE, context_mapping
 

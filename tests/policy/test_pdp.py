@@ -6,17 +6,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jevqueue.action import Action
-from jevqueue.default_rules import default_rules
 from jevqueue.errors import ConfigurationError, PolicyFileError
-from jevqueue.pdp import (
+from jevqueue.policy import (
+    Action,
+    FunctionRule,
     PolicyDecisionPoint,
+    Rule,
     RuleBasedPolicyDecisionPoint,
+    Verdict,
+    VerdictKind,
     create_default_policy_decision_point,
+    default_rules,
+    generic_registry,
 )
-from jevqueue.registry import generic_registry
-from jevqueue.rule import FunctionRule, Rule
-from jevqueue.verdict import Verdict, VerdictKind
 
 from .conftest import context_mapping
 
@@ -123,6 +125,6 @@ def test_policy_file_module_is_imported_only_when_needed() -> None:
         "import sys\n"
         "from jevqueue import create_default_policy_decision_point as c\n"
         "c()\n"
-        "assert 'jevqueue.policy_file' not in sys.modules, 'imported eagerly'\n"
+        "assert 'jevqueue.policy_files._loader' not in sys.modules, 'imported eagerly'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from jevqueue.action import Action
 from jevqueue.approvals import (
     ApprovalAuthority,
     ApprovalRecord,
@@ -22,12 +21,17 @@ from jevqueue.errors import (
     PolicyDeniedError,
     UnfulfilledObligationError,
 )
-from jevqueue.pdp import RuleBasedPolicyDecisionPoint, create_default_policy_decision_point
-from jevqueue.pep import PolicyEnforcementPoint
-from jevqueue.registry import generic_registry
-from jevqueue.rule import FunctionRule
+from jevqueue.policy import (
+    Action,
+    FunctionRule,
+    PolicyEnforcementPoint,
+    RuleBasedPolicyDecisionPoint,
+    Verdict,
+    VerdictKind,
+    create_default_policy_decision_point,
+    generic_registry,
+)
 from jevqueue.testing.recording_audit import RecordingAuditSink
-from jevqueue.verdict import Verdict, VerdictKind
 
 from .conftest import WORKSPACE, context_mapping
 
@@ -375,7 +379,7 @@ def test_truthy_non_bool_verifier_is_not_trusted(authority: ApprovalAuthority) -
 def test_an_inconsistent_approval_check_leaves_the_obligation_unmet(
     answer: Any, monkeypatch: pytest.MonkeyPatch, authority: ApprovalAuthority
 ) -> None:
-    monkeypatch.setattr("jevqueue.pep._check_approvals", lambda: answer)
+    monkeypatch.setattr("jevqueue.policy._pep._check_approvals", lambda: answer)
     pep = PolicyEnforcementPoint(
         create_default_policy_decision_point(),
         approval_verifier=lambda record, action: True,
@@ -391,7 +395,7 @@ def test_an_approval_check_may_deny(
     monkeypatch: pytest.MonkeyPatch, authority: ApprovalAuthority
 ) -> None:
     monkeypatch.setattr(
-        "jevqueue.pep._check_approvals", lambda: lambda *_a, **_k: Verdict.deny("forged")
+        "jevqueue.policy._pep._check_approvals", lambda: lambda *_a, **_k: Verdict.deny("forged")
     )
     pep = PolicyEnforcementPoint(
         create_default_policy_decision_point(),
@@ -407,7 +411,7 @@ def test_an_approval_check_may_deny(
 def test_decision_ids_are_uuid7() -> None:
     import uuid
 
-    from jevqueue.pep import new_decision_id
+    from jevqueue.policy import new_decision_id
 
     ids = [new_decision_id() for _ in range(1000)]
     assert len(set(ids)) == 1000
@@ -417,7 +421,7 @@ def test_decision_ids_are_uuid7() -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_never_repeats_its_parents_decision_ids() -> None:
-    from jevqueue.pep import new_decision_id
+    from jevqueue.policy import new_decision_id
 
     new_decision_id()  # the pool now holds random bytes the child inherits
     read, write = os.pipe()
@@ -458,8 +462,8 @@ def test_concurrent_decisions_are_each_audited(sink: RecordingAuditSink) -> None
 
 
 def test_rejections_are_audited_with_what_is_known(sink: RecordingAuditSink) -> None:
-    from jevqueue.context import ExecutionContext
     from jevqueue.errors import UnregisteredToolError
+    from jevqueue.policy import ExecutionContext
 
     pep = PolicyEnforcementPoint(create_default_policy_decision_point(), audit_logger=sink)
     pep.audit_rejection(

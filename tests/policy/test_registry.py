@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 from jevqueue.errors import ConfigurationError, UnregisteredToolError, UsageError
-from jevqueue.registry import (
+from jevqueue.policy import (
     FILE_READ,
     FILE_WRITE,
     SHELL_COMMAND,

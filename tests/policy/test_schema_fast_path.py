@@ -7,7 +7,7 @@ from typing import Any
 import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jevqueue.action import _plainly_valid
+from jevqueue.policy._action import _plainly_valid
 
 _NAMES = st.sampled_from(["path", "content", "count", "flag", "ratio", "mode"])
 _SIMPLE = st.sampled_from(["string", "boolean", "integer", "number", "array", "null"])

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from jevqueue import ExecutionContext, ToolRegistry, ToolsFileError, load_tools_file
-from jevqueue.action import Action
 from jevqueue.errors import InvalidToolArgumentsError
+from jevqueue.policy import Action
 
 GOOD = """\
 [[tool]]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from jevqueue.verdict import Verdict, VerdictKind
+from jevqueue.policy import Verdict, VerdictKind
 
 
 def test_named_constructors() -> None:

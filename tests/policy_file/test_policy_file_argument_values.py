@@ -10,11 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jevqueue.action import Action
-from jevqueue.policy_file import load_policy_rules
-from jevqueue.registry import ToolRegistry, ToolSpec, generic_registry
-from jevqueue.rule import Rule
-from jevqueue.verdict import VerdictKind
+from jevqueue.policy import Action, Rule, ToolRegistry, ToolSpec, VerdictKind, generic_registry
+from jevqueue.policy_files import load_policy_rules
 
 WS = "/workspace/project"
 CONTEXT = {

@@ -5,14 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from jevqueue.action import Action
 from jevqueue.adapters import AntigravityAdapter
 from jevqueue.errors import ConfigurationError, PolicyDeniedError, PolicyFileError
-from jevqueue.pdp import create_default_policy_decision_point
-from jevqueue.pep import PolicyEnforcementPoint
-from jevqueue.registry import antigravity_registry
+from jevqueue.policy import (
+    Action,
+    PolicyEnforcementPoint,
+    VerdictKind,
+    antigravity_registry,
+    create_default_policy_decision_point,
+)
 from jevqueue.testing.recording_audit import RecordingAuditSink
-from jevqueue.verdict import VerdictKind
 
 WS = "/workspace/project"
 CONTEXT = {

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from jevqueue.policy_file_glob import GlobError, compile_name_glob, compile_path_glob
-from jevqueue.policy_file_lines import TomlLineIndex
+from jevqueue.policy_files import GlobError, TomlLineIndex, compile_name_glob, compile_path_glob
 
 
 @pytest.mark.parametrize(

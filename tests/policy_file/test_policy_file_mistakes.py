@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from jevqueue.errors import PolicyFileError, UsageError
-from jevqueue.policy_file import check_policy_file, load_policy_rules
+from jevqueue.policy_files import check_policy_file, load_policy_rules
 
 
 def write(tmp_path: Path, text: str, name: str = "policy.toml") -> Path:

@@ -5,11 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from jevqueue.action import Action
-from jevqueue.policy_file import check_policy_file, load_policy_rules
-from jevqueue.registry import ToolRegistry, ToolSpec, antigravity_registry
-from jevqueue.rule import Rule
-from jevqueue.verdict import Verdict, VerdictKind
+from jevqueue.policy import (
+    Action,
+    Rule,
+    ToolRegistry,
+    ToolSpec,
+    Verdict,
+    VerdictKind,
+    antigravity_registry,
+)
+from jevqueue.policy_files import check_policy_file, load_policy_rules
 
 WS = "/workspace/project"
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -15,11 +15,13 @@ from jevqueue.approvals import (
     MemoryConsumedApprovals,
     SignedApprovalVerifier,
 )
-from jevqueue.context import ExecutionContext
-from jevqueue.pdp import create_default_policy_decision_point
-from jevqueue.pep import PolicyEnforcementPoint
 from jevqueue.plugins.crewai import ToolGuard, tool_spec
-from jevqueue.registry import ToolRegistry
+from jevqueue.policy import (
+    ExecutionContext,
+    PolicyEnforcementPoint,
+    ToolRegistry,
+    create_default_policy_decision_point,
+)
 from jevqueue.testing.recording_audit import RecordingAuditSink
 from pydantic import BaseModel, Field
 

@@ -6,10 +6,9 @@ import io
 
 import pytest
 from crew_kit import Kit
-from jevqueue.action import Action
 from jevqueue.errors import ApprovalRequiredError, ConfigurationError
 from jevqueue.plugins.crewai import ApprovalRequest, AuthorityApproval, ConsoleApproval
-from jevqueue.verdict import Verdict, VerdictKind
+from jevqueue.policy import Action, Verdict, VerdictKind
 
 
 class Terminal(io.StringIO):

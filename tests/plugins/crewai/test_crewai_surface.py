@@ -102,7 +102,7 @@ class MutatingPolicy:
     revision = "mutating-1"
 
     def evaluate(self, action: Any) -> Any:
-        from jevqueue.verdict import Verdict
+        from jevqueue.policy import Verdict
 
         action.arguments["tags"].append("smuggled")
         return Verdict.allow("fine")
@@ -112,8 +112,8 @@ def test_the_tool_runs_with_the_arguments_as_judged_not_as_edited_by_the_policy(
     kit: Kit,
 ) -> None:
     from crewai.tools import tool
-    from jevqueue.pep import PolicyEnforcementPoint
     from jevqueue.plugins.crewai import ToolGuard
+    from jevqueue.policy import PolicyEnforcementPoint
 
     @tool("tag_items")
     def tag_items(tags: list[str]) -> str:

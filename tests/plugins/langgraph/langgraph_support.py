@@ -20,10 +20,10 @@ from jevqueue.approvals import (
     MemoryConsumedApprovals,
     SignedApprovalVerifier,
 )
-from jevqueue.pdp import create_default_policy_decision_point
+from jevqueue.governor import Thresholds
 from jevqueue.plugins.langgraph import tool_spec
+from jevqueue.policy import create_default_policy_decision_point
 from jevqueue.testing.recording_audit import RecordingAuditSink
-from jevqueue.thresholds import Thresholds
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 

@@ -16,9 +16,7 @@ import pytest
 pytest.importorskip("httpx", reason='the openai plugin needs pip install "jevqueue[openai]"')
 
 from jevqueue import Governor, Path, Thresholds
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import ProviderDisobeyedError
-from jevqueue.pep import PolicyEnforcementPoint
 from jevqueue.plugins.openai import (
     UNNAMED_CALL,
     OpenAIChatHost,
@@ -27,9 +25,14 @@ from jevqueue.plugins.openai import (
     called_tool_names,
     tool_call_completion,
 )
-from jevqueue.registry import ToolRegistry, ToolSpec
+from jevqueue.policy import (
+    ExecutionContext,
+    PolicyEnforcementPoint,
+    ToolRegistry,
+    ToolSpec,
+    Verdict,
+)
 from jevqueue.testing.recording_audit import RecordingAuditSink
-from jevqueue.verdict import Verdict
 
 TOOL_NAMES = ("read_file", "run_command")
 

@@ -8,17 +8,20 @@ import pytest
 
 pytest.importorskip("httpx", reason='the openai plugin needs pip install "jevqueue[openai]"')
 
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import ConfigurationError
-from jevqueue.pep import PolicyEnforcementPoint
 from jevqueue.plugins.openai import (
     PolicyToolRunner,
     tool_call_completion,
     tool_calls_completion,
 )
-from jevqueue.registry import ToolRegistry, ToolSpec
+from jevqueue.policy import (
+    ExecutionContext,
+    PolicyEnforcementPoint,
+    ToolRegistry,
+    ToolSpec,
+    Verdict,
+)
 from jevqueue.testing.recording_audit import RecordingAuditSink
-from jevqueue.verdict import Verdict
 
 
 class ByToolName:

@@ -16,7 +16,7 @@ class Ballot(Protocol):
     reads the conversation (oldest first, OpenAI message form) and the tools (either
     OpenAI shape, as the host returned them) and returns tool name to a score in
     ``[0, 1]``. A tool it leaves out scores 0. The governor turns the scores into a path
-    with its :class:`~jevqueue.thresholds.Thresholds`; a name that is not an offered tool,
+    with its :class:`~jevqueue.governor.Thresholds`; a name that is not an offered tool,
     or a score outside ``[0, 1]``, fails the decision.
 
     ``score`` runs on every turn: keep it cheap, and cache whatever depends only on the

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from jevqueue.errors import InvalidToolSchemaError
-from jevqueue.messages import message_text
-from jevqueue.tool_schema import normalize_tool
+from jevqueue.governor._messages import message_text
+from jevqueue.governor._tool_schema import normalize_tool
 
 __all__ = ["LexicalBallot"]
 

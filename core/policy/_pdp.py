@@ -13,7 +13,7 @@ then asked only about actions with at least one of them (it must have no opinion
 others). The rules to ask are worked out once per set of side effects.
 
 A rule that raises, or returns something that is not a
-:class:`~jevqueue.verdict.Verdict`, counts as a DENY naming the rule (fail closed). Rules
+:class:`~jevqueue.policy.Verdict`, counts as a DENY naming the rule (fail closed). Rules
 from policy files are added to the defaults, so they can tighten the policy but never turn
 a default DENY into anything else. The verdict is bound to the action's digest and to the
 PDP's ``revision``: a hash of the jevqueue version, the rule ids, any rule ``fingerprint``
@@ -29,14 +29,14 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from jevqueue.default_rules import default_rules
 from jevqueue.errors import ConfigurationError
-from jevqueue.verdict import Verdict, VerdictKind
+from jevqueue.policy._default_rules import default_rules
+from jevqueue.policy._verdict import Verdict, VerdictKind
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
-    from jevqueue.registry import ToolRegistry
-    from jevqueue.rule import Rule
+    from jevqueue.policy._action import Action
+    from jevqueue.policy._registry import ToolRegistry
+    from jevqueue.policy._rule import Rule
 
 __all__ = [
     "PolicyDecisionPoint",
@@ -291,7 +291,7 @@ def create_default_policy_decision_point(
     sources = list(policy_files)
     if sources:
         # Imported only when needed: the default policy has no policy-file dependency.
-        from jevqueue.policy_file import load_policy_file
+        from jevqueue.policy_files._loader import load_policy_file
 
         for source in sources:
             # One read per file: the revision hashes the very bytes the rules came from.

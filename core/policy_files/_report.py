@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from jevqueue.errors import PolicyFileError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.rule import Rule
+    from jevqueue.policy._rule import Rule
 
 __all__ = ["PolicyFileReport", "PolicyFileWarning"]
 
@@ -31,7 +31,7 @@ class PolicyFileWarning:
 
 @dataclass(frozen=True)
 class PolicyFileReport:
-    """Everything :func:`jevqueue.policy_file.check_policy_file` found in one file.
+    """Everything :func:`jevqueue.policy_files.check_policy_file` found in one file.
 
     Attributes:
         file: the path as given.

@@ -1,10 +1,10 @@
 """Validation and compilation of a parsed policy file, mistake by mistake, line by line.
 
 :class:`PolicyFileCompiler` walks the document ``tomllib`` returned, records every mistake
-with the line :class:`~jevqueue.policy_file_lines.TomlLineIndex` finds for it, and, when
+with the line :class:`~jevqueue.policy_files.TomlLineIndex` finds for it, and, when
 there are none, compiles each ``[[rule]]`` into a
-:class:`~jevqueue.policy_file_rule.PolicyFileRule`. Use it through
-:func:`jevqueue.policy_file.check_policy_file`.
+:class:`~jevqueue.policy_files.PolicyFileRule`. Use it through
+:func:`jevqueue.policy_files.check_policy_file`.
 """
 
 from __future__ import annotations
@@ -15,19 +15,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jevqueue.errors import PolicyFileError
-from jevqueue.policy_file_glob import GlobError, compile_name_glob, compile_path_glob, is_glob
-from jevqueue.policy_file_lines import KeyPath, TomlLineIndex
-from jevqueue.policy_file_report import PolicyFileReport, PolicyFileWarning
-from jevqueue.policy_file_rule import (
+from jevqueue.policy._registry import FILE_DELETE, FILE_READ, FILE_WRITE, NETWORK, SHELL_COMMAND
+from jevqueue.policy_files._glob import GlobError, compile_name_glob, compile_path_glob, is_glob
+from jevqueue.policy_files._lines import KeyPath, TomlLineIndex
+from jevqueue.policy_files._report import PolicyFileReport, PolicyFileWarning
+from jevqueue.policy_files._rule import (
     Effect,
     NameMatcher,
     PolicyFileAllowlistRule,
     PolicyFileRule,
 )
-from jevqueue.registry import FILE_DELETE, FILE_READ, FILE_WRITE, NETWORK, SHELL_COMMAND
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.rule import Rule
+    from jevqueue.policy._rule import Rule
 
 __all__ = ["FORMAT_VERSION", "KNOWN_OBLIGATIONS", "KNOWN_SIDE_EFFECTS", "PolicyFileCompiler"]
 
@@ -82,7 +82,7 @@ def _did_you_mean(word: str, choices: Sequence[str]) -> str:
 
 def _registered_tool_names() -> frozenset[str]:
     """Names of the tools the built-in registries hold (used for warnings only)."""
-    from jevqueue.registry import antigravity_registry
+    from jevqueue.policy._registry import antigravity_registry
 
     return frozenset(antigravity_registry())
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from jevqueue.canonical import encode_prevalidated
 from jevqueue.errors import InvalidContextError
+from jevqueue.policy._canonical import encode_prevalidated
 
 __all__ = ["ExecutionContext"]
 

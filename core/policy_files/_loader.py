@@ -43,14 +43,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jevqueue.errors import PolicyFileError
-from jevqueue.policy_file_compiler import (
+from jevqueue.policy_files._compiler import (
     FORMAT_VERSION,
     KNOWN_OBLIGATIONS,
     KNOWN_SIDE_EFFECTS,
     PolicyFileCompiler,
 )
-from jevqueue.policy_file_lines import TomlLineIndex
-from jevqueue.policy_file_report import PolicyFileReport, PolicyFileWarning
+from jevqueue.policy_files._lines import TomlLineIndex
+from jevqueue.policy_files._report import PolicyFileReport, PolicyFileWarning
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,7 +58,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.rule import Rule
+    from jevqueue.policy._rule import Rule
 
 __all__ = [
     "FORMAT_VERSION",

@@ -41,10 +41,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from jevqueue.verdict import Verdict
+from jevqueue.policy._verdict import Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
+    from jevqueue.policy._action import Action
 
 __all__ = [
     "Effect",
@@ -109,7 +109,7 @@ def _name_check(matcher: NameMatcher, name_of: Callable[[Action], str]) -> Calla
 
 
 def _json_text(value: Any) -> str:
-    from jevqueue.canonical import canonical_json
+    from jevqueue.policy._canonical import canonical_json
 
     return canonical_json(value).decode("utf-8")
 

@@ -2,8 +2,8 @@
 
 The default rules and the rules loaded from policy files are all :class:`Rule`\\ s. A
 rule has a stable ``rule_id`` and one method, :meth:`Rule.evaluate`, which returns a
-:class:`~jevqueue.verdict.Verdict` or ``None`` for "no opinion". The policy decision point
-combines the opinions (DENY wins; see :mod:`jevqueue.pdp`). A rule that raises makes the
+:class:`~jevqueue.policy.Verdict` or ``None`` for "no opinion". The policy decision point
+combines the opinions (DENY wins; see :mod:`jevqueue.policy._pdp`). A rule that raises makes the
 decision a DENY: rules fail closed.
 
 A rule reads the action's registry facts (``side_effects``, ``targets``, ``cwd``,
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
-    from jevqueue.verdict import Verdict
+    from jevqueue.policy._action import Action
+    from jevqueue.policy._verdict import Verdict
 
 __all__ = ["FunctionRule", "Rule"]
 

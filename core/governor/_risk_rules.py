@@ -19,7 +19,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from jevqueue.errors import ConfigurationError
-from jevqueue.messages import follows_tool_result, newest_tool_result_text, newest_user_text
+from jevqueue.governor._messages import (
+    follows_tool_result,
+    newest_tool_result_text,
+    newest_user_text,
+)
 
 __all__ = [
     "DESTRUCTIVE_WORDS",

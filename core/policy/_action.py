@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-from jevqueue.canonical import canonical_arguments, encode_json_string
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import InvalidToolArgumentsError, UnsupportedTypeError
-from jevqueue.registry import ToolRegistry, ToolSpec
+from jevqueue.policy._canonical import canonical_arguments, encode_json_string
+from jevqueue.policy._context import ExecutionContext
+from jevqueue.policy._registry import ToolRegistry, ToolSpec
 
 __all__ = ["Action", "resolve_path"]
 

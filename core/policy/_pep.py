@@ -3,7 +3,7 @@
 For every action, :meth:`PolicyEnforcementPoint.evaluate`:
 
 1. asks the PDP for a verdict; a PDP that raises or returns something that is not a
-   :class:`~jevqueue.verdict.Verdict` yields DENY (fail closed);
+   :class:`~jevqueue.policy.Verdict` yields DENY (fail closed);
 2. for ALLOW_WITH_OBLIGATIONS, tries to fulfil ``explicit_approval`` with the supplied
    approval records through :func:`jevqueue.approvals.check_approvals` (bound to the
    digest, fresh, accepted by the ``approval_verifier``, never used before). Without an
@@ -35,11 +35,11 @@ from jevqueue.errors import (
     PolicyDeniedError,
     UnfulfilledObligationError,
 )
-from jevqueue.verdict import Verdict, VerdictKind
+from jevqueue.policy._verdict import Verdict, VerdictKind
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
-    from jevqueue.pdp import PolicyDecisionPoint
+    from jevqueue.policy._action import Action
+    from jevqueue.policy._pdp import PolicyDecisionPoint
 
 __all__ = ["PolicyEnforcementPoint", "new_decision_id"]
 
@@ -282,7 +282,7 @@ class PolicyEnforcementPoint:
         """Return the final, audited verdict for ``action``. Never raises for policy.
 
         Args:
-            action: the action, from :meth:`jevqueue.action.Action.build`.
+            action: the action, from :meth:`jevqueue.policy.Action.build`.
             approval_records: :class:`~jevqueue.approvals.ApprovalRecord`\\ s offered to
                 fulfil an ``explicit_approval`` obligation.
 

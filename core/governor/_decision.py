@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from jevqueue.path import Path
+from jevqueue.governor._path import Path
 
 __all__ = ["Decision"]
 

@@ -1,7 +1,7 @@
 """The governor: on every turn, pick one of nine paths, make the host enforce it, check it.
 
 ``Governor.decide(messages, tools)`` is the pure part: the ballot scores the tools, the
-risk rules run, and the thresholds turn the scores into a :class:`~jevqueue.path.Path`.
+risk rules run, and the thresholds turn the scores into a :class:`~jevqueue.governor.Path`.
 ``Governor.step(host)`` adds the effect: it reads the host, decides, consults
 ``host.interrupted()``, then makes exactly the one host call the path calls for, and on
 the ``generate`` paths reads back what the provider actually called. ``astep`` is the same
@@ -16,27 +16,27 @@ from time import perf_counter
 from types import MappingProxyType
 from typing import Any, Literal
 
-from jevqueue.ballot import Ballot
-from jevqueue.decision import Decision
 from jevqueue.errors import (
     ConfigurationError,
     DecisionError,
     ProviderDisobeyedError,
     TurnInterruptedError,
 )
-from jevqueue.host import Host
-from jevqueue.messages import follows_tool_result, is_user_turn
-from jevqueue.path import Path
-from jevqueue.risk_rules import RiskRule
-from jevqueue.static_tools import (
+from jevqueue.governor._ballot import Ballot
+from jevqueue.governor._decision import Decision
+from jevqueue.governor._messages import follows_tool_result, is_user_turn
+from jevqueue.governor._path import Path
+from jevqueue.governor._risk_rules import RiskRule
+from jevqueue.governor._static_tools import (
     StaticPayload,
     check_static_tools,
     payload_problem,
     plain_arguments,
     resolve_payload,
 )
-from jevqueue.thresholds import Thresholds
-from jevqueue.tool_schema import normalize_tool, tool_names
+from jevqueue.governor._thresholds import Thresholds
+from jevqueue.governor._tool_schema import normalize_tool, tool_names
+from jevqueue.host import Host
 
 __all__ = ["PROSE_DIRECTIVE", "Governor", "tool_directive"]
 
@@ -83,9 +83,9 @@ class Governor:
 
     Args:
         ballot: Scores the tools against the conversation; ``None`` uses
-            :class:`~jevqueue.lexical_ballot.LexicalBallot`.
+            :class:`~jevqueue.governor.LexicalBallot`.
         thresholds: Turn scores into a path; ``None`` uses the calibrated defaults of
-            :class:`~jevqueue.thresholds.Thresholds`.
+            :class:`~jevqueue.governor.Thresholds`.
         static_tools: Tool name to fixed arguments (a mapping, or a callable of the
             messages returning one). When a turn routes to such a tool and the payload
             validates against the tool's schema, it is called locally (``static_tool``).
@@ -99,7 +99,7 @@ class Governor:
         ConfigurationError: Any setting is of the wrong kind, or ``on_error`` is neither
             ``"delegate"`` nor ``"raise"``.
 
-    ``last`` holds the latest :class:`~jevqueue.decision.Decision`. One governor serves one
+    ``last`` holds the latest :class:`~jevqueue.governor.Decision`. One governor serves one
     conversation at a time; give concurrent conversations a governor each, so that
     ``last`` describes the turn you just ran.
 
@@ -129,7 +129,7 @@ class Governor:
             )
         if ballot is None:
             # Imported here so that a governor with its own ballot never loads the default.
-            from jevqueue.lexical_ballot import LexicalBallot
+            from jevqueue.governor._lexical_ballot import LexicalBallot
 
             ballot = LexicalBallot()
         elif not callable(getattr(ballot, "score", None)):
@@ -163,7 +163,7 @@ class Governor:
         self._ranked: Callable[[Messages, Tools], tuple[Sequence[str], dict[str, float]]] | None
         self._ranked = None
         if type(ballot).__name__ == "LexicalBallot":
-            from jevqueue.lexical_ballot import LexicalBallot
+            from jevqueue.governor._lexical_ballot import LexicalBallot
 
             if type(ballot) is LexicalBallot:
                 self._ranked = ballot._ranked

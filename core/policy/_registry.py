@@ -22,8 +22,8 @@ from typing import Any
 
 import jsonschema
 import jsonschema.validators
-from jevqueue.canonical import encode_json_string, encode_prevalidated
 from jevqueue.errors import ConfigurationError, UnregisteredToolError
+from jevqueue.policy._canonical import encode_json_string, encode_prevalidated
 
 __all__ = [
     "FILE_DELETE",

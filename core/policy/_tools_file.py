@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from jevqueue.errors import ConfigurationError, PolicyFileError, ToolsFileError
-from jevqueue.policy_file import toml_syntax_error
-from jevqueue.policy_file_lines import TomlLineIndex
-from jevqueue.registry import ToolSpec
+from jevqueue.policy._registry import ToolSpec
+from jevqueue.policy_files._lines import TomlLineIndex
+from jevqueue.policy_files._loader import toml_syntax_error
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,7 +61,7 @@ _LISTS = ("side_effects", "path_fields", "required_path_fields", "content_fields
 
 
 def load_tools_file(path: str | Path) -> tuple[ToolSpec, ...]:
-    """Read a TOML tools file into one :class:`~jevqueue.registry.ToolSpec` per ``[[tool]]``.
+    """Read a TOML tools file into one :class:`~jevqueue.policy.ToolSpec` per ``[[tool]]``.
 
     Args:
         path: the tools file.

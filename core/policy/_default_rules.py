@@ -42,10 +42,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from jevqueue.action import Action
-from jevqueue.registry import FILE_DELETE, FILE_WRITE, SHELL_COMMAND
-from jevqueue.rule import Rule
-from jevqueue.verdict import Verdict
+from jevqueue.policy._action import Action
+from jevqueue.policy._registry import FILE_DELETE, FILE_WRITE, SHELL_COMMAND
+from jevqueue.policy._rule import Rule
+from jevqueue.policy._verdict import Verdict
 
 __all__ = [
     "EXPLICIT_APPROVAL",

@@ -1,0 +1,174 @@
+"""The policy layer: every concrete tool call judged before it runs.
+
+A call becomes an :class:`Action` (tool, canonical JSON arguments, resolved targets, the
+:class:`ExecutionContext`) against a fail-closed :class:`ToolRegistry` of
+:class:`ToolSpec` declarations; the decision point (:class:`RuleBasedPolicyDecisionPoint`,
+built by :func:`create_default_policy_decision_point` from :func:`default_rules` and any
+policy files) returns a :class:`Verdict`; the :class:`PolicyEnforcementPoint` enforces it,
+checks approvals and writes the audit record before the call may run.
+
+Names are imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jevqueue._lazy import lazy_getattr
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.policy._action import (
+        Action,
+        resolve_path,
+    )
+    from jevqueue.policy._canonical import (
+        MAX_BYTES,
+        MAX_DEPTH,
+        MAX_SAFE_INTEGER,
+        canonical_arguments,
+        canonical_json,
+        check_canonical,
+        encode_json_string,
+        encode_prevalidated,
+        encode_prevalidated_text,
+    )
+    from jevqueue.policy._context import (
+        ExecutionContext,
+    )
+    from jevqueue.policy._default_rules import (
+        EXPLICIT_APPROVAL,
+        CIConfigRule,
+        CredentialContentRule,
+        GitInternalsRule,
+        PathNormalizationRule,
+        SecretFileRule,
+        ShellApprovalRule,
+        ShellWorkingDirectoryRule,
+        WorkspaceContainmentRule,
+        default_rules,
+    )
+    from jevqueue.policy._pdp import (
+        PolicyDecisionPoint,
+        RuleBasedPolicyDecisionPoint,
+        create_default_policy_decision_point,
+    )
+    from jevqueue.policy._pep import (
+        PolicyEnforcementPoint,
+        new_decision_id,
+    )
+    from jevqueue.policy._registry import (
+        FILE_DELETE,
+        FILE_READ,
+        FILE_WRITE,
+        NETWORK,
+        SHELL_COMMAND,
+        ToolRegistry,
+        ToolSpec,
+        antigravity_registry,
+        generic_registry,
+    )
+    from jevqueue.policy._rule import (
+        FunctionRule,
+        Rule,
+    )
+    from jevqueue.policy._tools_file import (
+        load_tools_file,
+    )
+    from jevqueue.policy._verdict import (
+        Verdict,
+        VerdictKind,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "Action": "jevqueue.policy._action",
+    "resolve_path": "jevqueue.policy._action",
+    "MAX_BYTES": "jevqueue.policy._canonical",
+    "MAX_DEPTH": "jevqueue.policy._canonical",
+    "MAX_SAFE_INTEGER": "jevqueue.policy._canonical",
+    "canonical_arguments": "jevqueue.policy._canonical",
+    "canonical_json": "jevqueue.policy._canonical",
+    "check_canonical": "jevqueue.policy._canonical",
+    "encode_json_string": "jevqueue.policy._canonical",
+    "encode_prevalidated": "jevqueue.policy._canonical",
+    "encode_prevalidated_text": "jevqueue.policy._canonical",
+    "ExecutionContext": "jevqueue.policy._context",
+    "EXPLICIT_APPROVAL": "jevqueue.policy._default_rules",
+    "CIConfigRule": "jevqueue.policy._default_rules",
+    "CredentialContentRule": "jevqueue.policy._default_rules",
+    "GitInternalsRule": "jevqueue.policy._default_rules",
+    "PathNormalizationRule": "jevqueue.policy._default_rules",
+    "SecretFileRule": "jevqueue.policy._default_rules",
+    "ShellApprovalRule": "jevqueue.policy._default_rules",
+    "ShellWorkingDirectoryRule": "jevqueue.policy._default_rules",
+    "WorkspaceContainmentRule": "jevqueue.policy._default_rules",
+    "default_rules": "jevqueue.policy._default_rules",
+    "PolicyDecisionPoint": "jevqueue.policy._pdp",
+    "RuleBasedPolicyDecisionPoint": "jevqueue.policy._pdp",
+    "create_default_policy_decision_point": "jevqueue.policy._pdp",
+    "PolicyEnforcementPoint": "jevqueue.policy._pep",
+    "new_decision_id": "jevqueue.policy._pep",
+    "FILE_DELETE": "jevqueue.policy._registry",
+    "FILE_READ": "jevqueue.policy._registry",
+    "FILE_WRITE": "jevqueue.policy._registry",
+    "NETWORK": "jevqueue.policy._registry",
+    "SHELL_COMMAND": "jevqueue.policy._registry",
+    "ToolRegistry": "jevqueue.policy._registry",
+    "ToolSpec": "jevqueue.policy._registry",
+    "antigravity_registry": "jevqueue.policy._registry",
+    "generic_registry": "jevqueue.policy._registry",
+    "FunctionRule": "jevqueue.policy._rule",
+    "Rule": "jevqueue.policy._rule",
+    "load_tools_file": "jevqueue.policy._tools_file",
+    "Verdict": "jevqueue.policy._verdict",
+    "VerdictKind": "jevqueue.policy._verdict",
+}
+
+__all__ = [
+    "EXPLICIT_APPROVAL",
+    "FILE_DELETE",
+    "FILE_READ",
+    "FILE_WRITE",
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "NETWORK",
+    "SHELL_COMMAND",
+    "Action",
+    "CIConfigRule",
+    "CredentialContentRule",
+    "ExecutionContext",
+    "FunctionRule",
+    "GitInternalsRule",
+    "PathNormalizationRule",
+    "PolicyDecisionPoint",
+    "PolicyEnforcementPoint",
+    "Rule",
+    "RuleBasedPolicyDecisionPoint",
+    "SecretFileRule",
+    "ShellApprovalRule",
+    "ShellWorkingDirectoryRule",
+    "ToolRegistry",
+    "ToolSpec",
+    "Verdict",
+    "VerdictKind",
+    "WorkspaceContainmentRule",
+    "antigravity_registry",
+    "canonical_arguments",
+    "canonical_json",
+    "check_canonical",
+    "create_default_policy_decision_point",
+    "default_rules",
+    "encode_json_string",
+    "encode_prevalidated",
+    "encode_prevalidated_text",
+    "generic_registry",
+    "load_tools_file",
+    "new_decision_id",
+    "resolve_path",
+]
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
+
+
+def __dir__() -> list[str]:
+    return __all__
