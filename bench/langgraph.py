@@ -141,10 +141,10 @@ def _pair(plain: Any, governed: Any, index: int) -> tuple[float, float]:
 
 def _check_governed(model: Any, sink: Any, audit: str, turns: int, workspace: Path) -> str:
     """Fail unless the governed graph forced, judged and audited every turn."""
-    forced = sum(1 for call in model.calls if call.tool_choice_set)
-    if len(model.calls) != 2 * turns or forced != turns:
+    forced = sum(1 for call in model.requests if call.tool_choice_set)
+    if len(model.requests) != 2 * turns or forced != turns:
         raise AssertionError(
-            f"governed graph: {len(model.calls)} model calls, {forced} forced; expected "
+            f"governed graph: {len(model.requests)} model calls, {forced} forced; expected "
             f"{2 * turns} calls, {turns} forced"
         )
     records = len(sink)

@@ -10,6 +10,21 @@
 * the recording audit sink and the plugin conformance suite
   (:mod:`jevqueue.testing.conformance`).
 
+One vocabulary for every scripted model, here and in each plugin's ``testing`` module
+(``jevqueue.plugins.langgraph.testing.ScriptedChatModel``,
+``jevqueue.plugins.crewai.testing.ScriptedLLM``, ...):
+
+* ``requests`` — what it was asked: one record per provider call, oldest first, recorded
+  even when the script rejects the call;
+* ``responses`` — what it answered, oldest first;
+* ``remaining`` — the scripted steps not used yet;
+* ``assert_complete()`` — fails when a step was never used (an unexpected call fails at
+  once, when it is made).
+
+The HTTP doubles of the OpenAI host (``ScriptedChatTransport``, ``ScriptedChatServer``)
+record ``requests`` and ``responses`` the same way. A host double records the host calls
+it received as ``calls`` (:class:`HostCall`).
+
 Names are imported on first use: importing this package loads neither pytest nor any
 framework.
 """

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,11 +115,13 @@ class ScriptedModel:
             step that accepts any call.
 
     Attributes:
-        calls: Every call received, in order, matched or not.
+        requests: Every call received, in order, matched or not (what it was asked).
+        responses: What it answered, in order.
     """
 
     steps: Sequence[Step | Any]
-    calls: list[ModelCall] = field(default_factory=list)
+    requests: list[ModelCall] = field(default_factory=list)
+    responses: list[Any] = field(default_factory=list, init=False)
     _position: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -129,16 +132,26 @@ class ScriptedModel:
         """The steps not used yet."""
         return list(self.steps[self._position :])
 
+    @property
+    def calls(self) -> list[ModelCall]:
+        """Deprecated spelling of :attr:`requests`."""
+        warnings.warn(
+            "ScriptedModel.calls is deprecated: read ScriptedModel.requests",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.requests
+
     def __call__(self, call: ModelCall) -> Any:
         """Answer ``call`` with the next step's response.
 
         Raises:
             ScriptedModelError: No step is left, or the call does not match the next step.
         """
-        self.calls.append(call)
+        self.requests.append(call)
         if self._position >= len(self.steps):
             raise ScriptedModelError(
-                f"unexpected provider call #{len(self.calls)} (force_tool={call.force_tool!r}, "
+                f"unexpected provider call #{len(self.requests)} (force_tool={call.force_tool!r}, "
                 f"directive={call.directive!r}): all {len(self.steps)} scripted steps are used. "
                 "Add a Step for it, or find out why the code under test called the provider"
             )
@@ -147,10 +160,12 @@ class ScriptedModel:
         name = step.label or f"step {self._position + 1}"
         if problem is not None:
             raise ScriptedModelError(
-                f"provider call #{len(self.calls)} does not match {name}: {problem}"
+                f"provider call #{len(self.requests)} does not match {name}: {problem}"
             )
         self._position += 1
-        return step.respond(call)
+        response = step.respond(call)
+        self.responses.append(response)
+        return response
 
     def assert_complete(self) -> None:
         """Fail unless every scripted step was used.
@@ -165,7 +180,7 @@ class ScriptedModel:
             ]
             raise ScriptedModelError(
                 f"{len(unused)} scripted step(s) never used: {', '.join(unused)} "
-                f"({len(self.calls)} provider call(s) were made)"
+                f"({len(self.requests)} provider call(s) were made)"
             )
 
 

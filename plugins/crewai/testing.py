@@ -118,6 +118,7 @@ class ScriptedLLM(BaseLLM):
 
     _steps: list[Step] = PrivateAttr(default_factory=list)
     _requests: list[LLMRequest] = PrivateAttr(default_factory=list)
+    _responses: list[Any] = PrivateAttr(default_factory=list)
     _unexpected: list[LLMRequest] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -139,10 +140,16 @@ class ScriptedLLM(BaseLLM):
             return list(self._requests)
 
     @property
-    def remaining(self) -> int:
-        """How many scripted steps are still unconsumed."""
+    def responses(self) -> list[Any]:
+        """Every reply given so far, oldest first."""
         with self._lock:
-            return len(self._steps)
+            return list(self._responses)
+
+    @property
+    def remaining(self) -> list[Step]:
+        """The scripted steps not used yet."""
+        with self._lock:
+            return list(self._steps)
 
     def add(self, *steps: Step) -> None:
         """Append steps to the script."""
@@ -209,6 +216,8 @@ class ScriptedLLM(BaseLLM):
             raise reply
         if isinstance(reply, Mapping):
             reply = [reply]  # one tool call, as tool_call() builds it
+        with self._lock:
+            self._responses.append(copy.deepcopy(reply))
         return copy.deepcopy(reply)
 
     async def acall(

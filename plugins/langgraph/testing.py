@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,7 +86,8 @@ class ScriptedChatModel(BaseChatModel):
     steps: list[Any]
     latency: float = 0.0
     model_name: str = "scripted-chat-model"
-    _calls: list[ScriptedCall] = PrivateAttr(default_factory=list)
+    _requests: list[ScriptedCall] = PrivateAttr(default_factory=list)
+    _responses: list[AIMessage] = PrivateAttr(default_factory=list)
     _position: int = PrivateAttr(default=0)
 
     @property
@@ -93,9 +95,29 @@ class ScriptedChatModel(BaseChatModel):
         return "jevqueue-scripted"
 
     @property
+    def requests(self) -> list[ScriptedCall]:
+        """Every request so far, oldest first (what the model was asked)."""
+        return self._requests
+
+    @property
+    def responses(self) -> list[AIMessage]:
+        """Every answer so far, oldest first."""
+        return self._responses
+
+    @property
+    def remaining(self) -> list[Any]:
+        """The scripted steps not used yet."""
+        return list(self.steps[self._position :])
+
+    @property
     def calls(self) -> list[ScriptedCall]:
-        """Every request so far, oldest first."""
-        return self._calls
+        """Deprecated spelling of :attr:`requests`."""
+        warnings.warn(
+            "ScriptedChatModel.calls is deprecated: read ScriptedChatModel.requests",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._requests
 
     def bind_tools(
         self,
@@ -138,10 +160,10 @@ class ScriptedChatModel(BaseChatModel):
             tools=tuple(tool["function"]["name"] for tool in tools),
             kwargs=options,
         )
-        self._calls.append(call)
+        self._requests.append(call)
         if self._position >= len(self.steps):
             raise AssertionError(
-                f"ScriptedChatModel: unexpected request #{len(self._calls)} — the script has "
+                f"ScriptedChatModel: unexpected request #{len(self._requests)} — the script has "
                 f"{len(self.steps)} step(s) (tool_choice={call.tool_choice!r}, "
                 f"last message={messages[-1].content!r})"
             )
@@ -150,14 +172,16 @@ class ScriptedChatModel(BaseChatModel):
         if callable(step) and not isinstance(step, BaseMessage):
             step = step(call)
         if isinstance(step, str):
-            return AIMessage(content=step, response_metadata={"model_name": self.model_name})
+            step = AIMessage(content=step)
         if not isinstance(step, AIMessage):
             raise AssertionError(
                 f"ScriptedChatModel: step {self._position} is a {type(step).__name__}; "
                 "script AIMessages, strings or callables returning one"
             )
         metadata = {"model_name": self.model_name, **step.response_metadata}
-        return step.model_copy(update={"response_metadata": metadata})
+        response = step.model_copy(update={"response_metadata": metadata})
+        self._responses.append(response)
+        return response
 
     def _generate(
         self,

@@ -33,11 +33,13 @@ class ScriptedChatServer:
     Attributes:
         requests: The JSON body of every chat-completions request, in order.
         headers: The headers of each of those requests (lower-case names).
+        responses: The body answered to each request that got one, in order.
     """
 
     def __init__(self, respond: Responder) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.responses: list[dict[str, Any]] = []
         self._respond = respond
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -68,6 +70,8 @@ class ScriptedChatServer:
                 except Exception as exc:
                     self._send(500, {"error": {"message": f"{type(exc).__name__}: {exc}"}})
                     return
+                with owner._lock:
+                    owner.responses.append(answer)
                 self._send(200, answer)
 
             def _send(self, status: int, payload: Mapping[str, Any]) -> None:

@@ -34,10 +34,12 @@ class ScriptedChatTransport(httpx.MockTransport):
 
     Attributes:
         requests: The JSON body of every chat-completions request received, in order.
+        responses: The body answered to each of them, in order.
     """
 
     def __init__(self, respond: Responder) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.responses: list[dict[str, Any]] = []
         self._respond = respond
         super().__init__(self._handle)
 
@@ -46,4 +48,6 @@ class ScriptedChatTransport(httpx.MockTransport):
             return httpx.Response(404, json={"error": {"message": "not found"}})
         body = json.loads(request.content)
         self.requests.append(body)
-        return httpx.Response(200, json=dict(self._respond(body)))
+        answer = dict(self._respond(body))
+        self.responses.append(answer)
+        return httpx.Response(200, json=answer)

@@ -28,7 +28,7 @@ def test_an_unexpected_call_raises_at_once() -> None:
     model = ScriptedModel([])
     with pytest.raises(ScriptedModelError, match="unexpected provider call #1"):
         model(call())
-    assert len(model.calls) == 1
+    assert len(model.requests) == 1
 
 
 def test_a_call_that_does_not_match_the_step_raises() -> None:

@@ -47,7 +47,7 @@ def test_forced_turn_then_passthrough(toolbox: Toolbox, policy: Policy) -> None:
         {"messages": [HumanMessage("Show notes.txt")]},
         {"configurable": {"thread_id": uuid.uuid4().hex}},
     )
-    forced, after = model.calls
+    forced, after = model.requests
     assert forced.tool_choice == "read_file" and forced.parallel_tool_calls is False
     assert isinstance(forced.messages[-1], SystemMessage)
     assert not after.tool_choice_set and after.parallel_tool_calls is None
@@ -93,7 +93,7 @@ def test_an_unparseable_forced_call_is_blocked(
     app, model = unparsed_agent(toolbox, policy, governor)
     with pytest.raises(ProviderDisobeyedError, match="do not parse") as caught:
         invoke(app, asynchronous)
-    assert model.calls[0].tool_choice == "read_file"
+    assert model.requests[0].tool_choice == "read_file"
     assert caught.value.expected == ["read_file"]
     assert caught.value.called == ["<read_file: arguments do not parse>"]
     assert governor.last is not None and governor.last.path is Path.TOOL
@@ -149,7 +149,7 @@ def test_async_middleware_forces_and_judges(toolbox: Toolbox, policy: Policy) ->
             {"messages": [HumanMessage("Show /etc/passwd")]}, {"configurable": {"thread_id": "a"}}
         )
     )
-    assert model.calls[0].tool_choice == "read_file"
+    assert model.requests[0].tool_choice == "read_file"
     denial = next(m for m in result["messages"] if isinstance(m, ToolMessage))
     assert denial.status == "error" and toolbox.runs == []
 

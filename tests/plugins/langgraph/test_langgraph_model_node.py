@@ -59,7 +59,7 @@ def test_a_forced_turn_binds_the_tool_for_that_turn_only(toolbox: Toolbox, polic
     result = run(app)
     assert [d.path for d in decisions] == [Path.TOOL, Path.DELEGATE]
     model.assert_complete()
-    forced, after = model.calls
+    forced, after = model.requests
     assert forced.tool_choice == "read_file" and forced.parallel_tool_calls is False
     assert isinstance(forced.messages[-1], SystemMessage), "the directive is appended"
     # The next turn follows a tool result: it delegates, and nothing stays forced.
@@ -159,7 +159,7 @@ def test_a_prose_turn_forbids_tools_and_blocks_a_call(toolbox: Toolbox, policy: 
     model = ScriptedChatModel(steps=["Hello!"])
     app = agent(model, toolbox, policy, fixed_governor(**NOTHING))
     assert run(app, "hi")["messages"][-1].content == "Hello!"
-    assert model.calls[0].tool_choice == "none"
+    assert model.requests[0].tool_choice == "none"
 
     sneaky = ScriptedChatModel(steps=[scripted_tool_call("read_file", {"path": "x"})])
     app = agent(sneaky, toolbox, policy, fixed_governor(**NOTHING))
@@ -173,7 +173,7 @@ def test_delegation_is_a_true_passthrough(toolbox: Toolbox) -> None:
     node = governed_model_node(model, toolbox.tools, governor=fixed_governor(**UNSURE))
     messages = [HumanMessage("hmm")]
     out = node.invoke({"messages": messages})
-    (call,) = model.calls
+    (call,) = model.requests
     assert not call.tool_choice_set and call.parallel_tool_calls is None and call.kwargs == {}
     assert list(call.messages) == messages and call.messages[0] is messages[0]
     assert call.tools == ("read_file", "write_file", "run_command")
@@ -181,7 +181,7 @@ def test_delegation_is_a_true_passthrough(toolbox: Toolbox) -> None:
     # Exactly what the ungoverned binding sends.
     plain = ScriptedChatModel(steps=["Maybe."])
     plain.bind_tools(toolbox.tools).invoke(messages)
-    assert plain.calls[0].tools == call.tools and plain.calls[0].kwargs == call.kwargs
+    assert plain.requests[0].tools == call.tools and plain.requests[0].kwargs == call.kwargs
 
 
 def test_say_builds_the_answer_locally(toolbox: Toolbox) -> None:
@@ -193,7 +193,7 @@ def test_say_builds_the_answer_locally(toolbox: Toolbox) -> None:
     node = governed_model_node(model, toolbox.tools, governor=governor)
     out = node.invoke({"messages": [HumanMessage("delete the repo")]})
     (message,) = out["messages"]
-    assert model.calls == []
+    assert model.requests == []
     assert message.response_metadata == {"model_name": LOCAL_MODEL_ID}
     assert message.content.startswith("Deleting the repository")
     assert governor.last is not None and governor.last.path is Path.RISK_STOP
@@ -214,7 +214,7 @@ def test_a_static_tool_call_is_built_locally_and_still_judged(
     assert first.tool_calls[0]["args"] == {"path": "README.md"}
     assert toolbox.ran("read_file") == [{"path": "README.md"}]
     assert policy.audit.results == ["ALLOW"]
-    assert len(model.calls) == 1  # only the answer after the tool result
+    assert len(model.requests) == 1  # only the answer after the tool result
 
 
 def test_interrupted_stops_before_the_model_call(toolbox: Toolbox) -> None:
@@ -224,7 +224,7 @@ def test_interrupted_stops_before_the_model_call(toolbox: Toolbox) -> None:
     )
     with pytest.raises(TurnInterruptedError):
         node.invoke({"messages": [HumanMessage("read notes.txt")]})
-    assert model.calls == []
+    assert model.requests == []
 
 
 def test_the_async_graph_forces_and_runs(toolbox: Toolbox, policy: Policy) -> None:
@@ -234,7 +234,7 @@ def test_the_async_graph_forces_and_runs(toolbox: Toolbox, policy: Policy) -> No
     app = agent(model, toolbox, policy, fixed_governor(**FORCE_READ))
     config = {"configurable": {"thread_id": "async", CONTEXT_CONFIG_KEY: policy.context}}
     result = asyncio.run(app.ainvoke({"messages": [HumanMessage("Show notes.txt")]}, config))
-    assert model.calls[0].tool_choice == "read_file"
+    assert model.requests[0].tool_choice == "read_file"
     assert isinstance(result["messages"][2], ToolMessage)
     assert toolbox.ran("read_file") == [{"path": "notes.txt"}]
 
@@ -267,11 +267,11 @@ def test_anthropic_gets_the_dict_forms(toolbox: Toolbox) -> None:
     model = ChatAnthropic(steps=[scripted_tool_call("read_file", {"path": "a"}), "Hi."])
     node = governed_model_node(model, toolbox.tools, governor=fixed_governor(**FORCE_READ))
     node.invoke({"messages": [HumanMessage("read a")]})
-    assert model.calls[0].tool_choice == {"type": "tool", "name": "read_file"}
-    assert isinstance(model.calls[0].messages[-1], HumanMessage)
+    assert model.requests[0].tool_choice == {"type": "tool", "name": "read_file"}
+    assert isinstance(model.requests[0].messages[-1], HumanMessage)
     node = governed_model_node(model, toolbox.tools, governor=fixed_governor(**NOTHING))
     node.invoke({"messages": [HumanMessage("hi")]})
-    assert model.calls[1].tool_choice == {"type": "none"}
+    assert model.requests[1].tool_choice == {"type": "none"}
 
 
 def test_ollama_narrows_the_tools_because_it_drops_tool_choice(toolbox: Toolbox) -> None:
@@ -280,4 +280,4 @@ def test_ollama_narrows_the_tools_because_it_drops_tool_choice(toolbox: Toolbox)
     node = governed_model_node(model, toolbox.tools, governor=fixed_governor(**FORCE_READ))
     with pytest.raises(ProviderDisobeyedError):
         node.invoke({"messages": [HumanMessage("read a")]})
-    assert model.calls[0].tools == ("read_file",) and not model.calls[0].tool_choice_set
+    assert model.requests[0].tools == ("read_file",) and not model.requests[0].tool_choice_set
