@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover
         ToolSpec,
         antigravity_registry,
         generic_registry,
+        registry_from_specs,
     )
     from jevqueue.policy._rule import (
         FunctionRule,
@@ -116,6 +117,7 @@ _EXPORTS: dict[str, str] = {
     "ToolSpec": "jevqueue.policy._registry",
     "antigravity_registry": "jevqueue.policy._registry",
     "generic_registry": "jevqueue.policy._registry",
+    "registry_from_specs": "jevqueue.policy._registry",
     "FunctionRule": "jevqueue.policy._rule",
     "Rule": "jevqueue.policy._rule",
     "load_tools_file": "jevqueue.policy._tools_file",
@@ -164,6 +166,7 @@ __all__ = [
     "generic_registry",
     "load_tools_file",
     "new_decision_id",
+    "registry_from_specs",
     "resolve_path",
 ]
 

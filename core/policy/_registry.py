@@ -15,7 +15,9 @@ before any policy runs.
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +37,7 @@ __all__ = [
     "ToolSpec",
     "antigravity_registry",
     "generic_registry",
+    "registry_from_specs",
 ]
 
 FILE_READ = "file_read"
@@ -158,6 +161,48 @@ class ToolSpec:
                     f"tool {self.name!r}: the schema is not a valid JSON Schema ({error.message})"
                 ) from None
             object.__setattr__(self, "_validator", validator_class(self.schema))
+
+    @classmethod
+    def declare(
+        cls,
+        name: str,
+        *,
+        side_effects: Iterable[str],
+        path_fields: Iterable[str] = (),
+        required_path_fields: Iterable[str] | None = None,
+        cwd_field: str | None = None,
+        content_fields: Iterable[str] = (),
+        schema: Mapping[str, Any] | None = None,
+    ) -> ToolSpec:
+        """The one way every plugin's ``tool_spec(...)`` and the tools file declare a tool.
+
+        Like the constructor, except that ``required_path_fields`` defaults to every path
+        field and the ``cwd_field``: a call that leaves out what the policy needs to judge
+        it is refused, unless the declaration says that field is optional.
+
+        Raises:
+            ConfigurationError: as the constructor.
+        """
+        if isinstance(side_effects, str):
+            raise ConfigurationError(
+                f"tool {name!r}: side_effects must be a collection of names such as "
+                f"{{{side_effects!r}}}, not the string {side_effects!r}"
+            )
+        paths: Any = tuple(path_fields) if not isinstance(path_fields, str) else path_fields
+        if required_path_fields is None:
+            cwd = (cwd_field,) if isinstance(cwd_field, str) and cwd_field else ()
+            required: Any = tuple(dict.fromkeys((*paths, *cwd)))
+        else:
+            required = required_path_fields
+        return cls(
+            name=name,
+            side_effects=side_effects,  # type: ignore[arg-type]  # checked in __post_init__
+            path_fields=paths,
+            required_path_fields=required,
+            cwd_field=cwd_field,
+            content_fields=content_fields,  # type: ignore[arg-type]
+            schema=schema,
+        )
 
     @property
     def digest_parts(self) -> tuple[str, str]:
@@ -303,3 +348,70 @@ def antigravity_registry() -> ToolRegistry:
     (``AbsolutePath``; side effect ``file_read``).
     """
     return ToolRegistry((WRITE_TO_FILE, RUN_COMMAND, MULTI_REPLACE_FILE_CONTENT, VIEW_FILE))
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside jevqueue: the user's call."""
+    level, frame = 2, sys._getframe(2)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("jevqueue."):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def registry_from_specs(
+    specs: Iterable[ToolSpec] | ToolRegistry = (),
+    *,
+    registry: ToolRegistry | None = None,
+    owner: str = "this plugin",
+) -> ToolRegistry:
+    """The registry a plugin judges calls against, built from its ``specs=`` argument.
+
+    Every plugin takes the tools' declarations the same way: ``specs=[...]``, each a
+    :class:`ToolSpec` (from the plugin's ``tool_spec(tool, ...)`` or
+    :func:`~jevqueue.policy.load_tools_file`); a whole :class:`ToolRegistry` is accepted
+    too. ``registry=`` is the older spelling of a few plugins: it still works for one
+    release, with a ``DeprecationWarning``.
+
+    Args:
+        specs: The declarations, one per tool.
+        registry: Deprecated: a registry holding declarations (``specs`` are added to it).
+        owner: The plugin's entry point, named in error and warning messages.
+
+    Returns:
+        A registry holding every declaration.
+
+    Raises:
+        ConfigurationError: ``specs`` is not a collection of ToolSpecs (a string, a mapping,
+            a framework tool instead of its spec), or declares a tool twice.
+    """
+    if registry is not None:
+        warnings.warn(
+            f"{owner}: registry= is deprecated and goes away in the next release; pass the "
+            "declarations as specs=[...] (or specs=registry)",
+            DeprecationWarning,
+            stacklevel=_caller_level(),
+        )
+        if not isinstance(registry, ToolRegistry):
+            raise ConfigurationError(
+                f"{owner}: registry= takes a ToolRegistry, not {type(registry).__name__}"
+            )
+    if isinstance(specs, ToolRegistry):
+        specs = specs.specs()
+    elif isinstance(specs, (str, bytes, Mapping)) or not isinstance(specs, Iterable):
+        raise ConfigurationError(
+            f"{owner}: specs= takes a list of ToolSpec (built with the plugin's tool_spec(...) "
+            f"or jevqueue.load_tools_file(...)), not {type(specs).__name__}"
+        )
+    result = ToolRegistry(registry.specs() if registry is not None else ())
+    for spec in specs:
+        if not isinstance(spec, ToolSpec):
+            raise ConfigurationError(
+                f"{owner}: every item of specs= must be a ToolSpec, not {type(spec).__name__}; "
+                "declare a framework tool with the plugin's tool_spec(tool, side_effects=...)"
+            )
+        if spec.name in result and (registry is None or spec.name not in registry):
+            raise ConfigurationError(
+                f"{owner}: tool {spec.name!r} is declared twice in specs=; declare each once"
+            )
+        result.register(spec, replace=True)
+    return result

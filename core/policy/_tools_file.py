@@ -142,19 +142,14 @@ def _spec(file: str, lines: TomlLineIndex, index: int, table: Mapping[str, Any])
             raise fail(key, f'{key!r} must be a list of strings, such as ["path"]')
     if "schema" in table and not isinstance(table["schema"], dict):
         raise fail("schema", "'schema' must be a table (a JSON Schema written in TOML)")
-    paths = table.get("path_fields", [])
-    cwd = table.get("cwd_field")
-    required = table.get("required_path_fields")
-    if required is None:
-        required = list(dict.fromkeys([*paths, *([cwd] if isinstance(cwd, str) else [])]))
     try:
-        return ToolSpec(
-            name=table["name"],
-            side_effects=tuple(table["side_effects"]),  # type: ignore[arg-type]
-            path_fields=tuple(paths),
-            required_path_fields=tuple(required),
-            cwd_field=cwd,
-            content_fields=tuple(table.get("content_fields", [])),
+        return ToolSpec.declare(
+            table["name"],
+            side_effects=table["side_effects"],
+            path_fields=table.get("path_fields", ()),
+            required_path_fields=table.get("required_path_fields"),
+            cwd_field=table.get("cwd_field"),
+            content_fields=table.get("content_fields", ()),
             schema=table.get("schema"),
         )
     except ConfigurationError as error:

@@ -289,7 +289,8 @@ class PolicyHarness:
     Attributes:
         pep: The PEP over :class:`ConformancePolicy`, with an Ed25519 approval verifier,
             a single-use approval store and ``audit`` as its audit logger.
-        registry: The declarations of the scenario's tools.
+        registry: The declarations of the scenario's tools (``specs`` holds them as a
+            plugin's ``specs=`` takes them).
         context: The execution context (a fresh temporary workspace).
         audit: Every audit record the PEP wrote.
         issue: Signs an approval for an action digest, as the trusted approver.
@@ -300,6 +301,11 @@ class PolicyHarness:
     context: ExecutionContext
     audit: RecordingAuditSink
     issue: Callable[[str], ApprovalRecord]
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The declarations, as a plugin's ``specs=`` takes them."""
+        return self.registry.specs()
 
     def digest(self, tool: str, arguments: Mapping[str, Any]) -> str:
         """The action digest of calling ``tool`` with ``arguments`` in this context."""
@@ -367,7 +373,7 @@ class TurnScenario:
         tools: The tools offered this turn.
         provider: The scripted provider behind the framework's model.
         pep: The policy enforcement point for the tool step.
-        registry: The tools' declarations.
+        registry: The tools' declarations (``specs`` holds them as ``specs=`` takes them).
         context: The execution context for the tool step.
     """
 
@@ -378,6 +384,11 @@ class TurnScenario:
     pep: PolicyEnforcementPoint
     registry: ToolRegistry
     context: ExecutionContext
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The declarations, as a plugin's ``specs=`` takes them."""
+        return self.registry.specs()
 
 
 @dataclass(frozen=True)
@@ -420,6 +431,11 @@ class ToolCallScenario:
     registry: ToolRegistry
     context: ExecutionContext
     approvals: tuple[ApprovalRecord, ...] = ()
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The declarations, as a plugin's ``specs=`` takes them."""
+        return self.registry.specs()
 
 
 @dataclass(frozen=True)

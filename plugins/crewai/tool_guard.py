@@ -36,14 +36,21 @@ from jevqueue.errors import (
 )
 from jevqueue.plugins.crewai.approval import ApprovalCallback, ApprovalRequest, ConsoleApproval
 from jevqueue.plugins.crewai.turn import ToolNotOfferedError, TurnScope
-from jevqueue.policy import Action, ExecutionContext, VerdictKind
+from jevqueue.policy import (
+    Action,
+    ExecutionContext,
+    ToolRegistry,
+    ToolSpec,
+    VerdictKind,
+    registry_from_specs,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from crewai.tools import BaseTool
     from jevqueue.approvals import ApprovalRecord
     from jevqueue.plugins.crewai.governed_tool import GovernedTool
     from jevqueue.plugins.crewai.tool_hooks import GovernedToolHooks
-    from jevqueue.policy import PolicyEnforcementPoint, ToolRegistry, Verdict
+    from jevqueue.policy import PolicyEnforcementPoint, Verdict
 
 __all__ = ["DENIAL_CODE", "GuardOutcome", "ToolGuard"]
 
@@ -81,9 +88,10 @@ class ToolGuard:
 
     Args:
         pep: The policy enforcement point (it audits every decision).
-        registry: The tool declarations (side effects, path fields). A tool that is not
-            registered is refused: declare each CrewAI tool, e.g. with
-            :func:`~jevqueue.plugins.crewai.tool_spec`.
+        specs: The tool declarations (side effects, path fields), one per tool: build each
+            with :func:`~jevqueue.plugins.crewai.tool_spec` or read them with
+            :func:`jevqueue.load_tools_file`. A tool that is not declared is refused.
+        registry: Deprecated: the older spelling of ``specs`` (a ``ToolRegistry``).
         context: The execution context (an ``ExecutionContext`` or a mapping of its
             fields); validated now, so a bad context fails here, not on the first call.
         approvals: Who approves calls that need an explicit approval. Default:
@@ -94,7 +102,8 @@ class ToolGuard:
         history: How many outcomes :attr:`outcomes` keeps.
 
     Raises:
-        ConfigurationError: ``pep`` has no ``enforce`` method or ``registry`` no ``get``.
+        ConfigurationError: ``pep`` has no ``enforce`` method, or ``specs`` is not a
+            collection of ToolSpecs.
         InvalidContextError: ``context`` is incomplete or ambient.
     """
 
@@ -102,7 +111,8 @@ class ToolGuard:
         self,
         pep: PolicyEnforcementPoint,
         *,
-        registry: ToolRegistry,
+        specs: Iterable[ToolSpec] | ToolRegistry = (),
+        registry: ToolRegistry | None = None,
         context: ExecutionContext | Mapping[str, Any],
         approvals: ApprovalCallback | None = None,
         turn: TurnScope | None = None,
@@ -113,13 +123,8 @@ class ToolGuard:
                 "ToolGuard needs a PolicyEnforcementPoint (an object with enforce(action, "
                 f"approval_records)); got {type(pep).__name__}"
             )
-        if not callable(getattr(registry, "get", None)):
-            raise ConfigurationError(
-                "ToolGuard needs a ToolRegistry declaring every governed tool; got "
-                f"{type(registry).__name__}"
-            )
         self.pep = pep
-        self.registry = registry
+        self.registry = registry_from_specs(specs, registry=registry, owner="ToolGuard")
         self.context = ExecutionContext.coerce(context)
         self.approvals: ApprovalCallback = approvals if approvals is not None else ConsoleApproval()
         self.turn = turn if turn is not None else TurnScope()
@@ -299,10 +304,23 @@ class ToolGuard:
     # --- the two enforcement forms ---------------------------------------------------
 
     def wrap(self, tools: Iterable[BaseTool]) -> list[GovernedTool]:
-        """Wrap CrewAI tools (``BaseTool`` subclasses or ``@tool`` functions) in this guard."""
+        """Wrap CrewAI tools (``BaseTool`` subclasses or ``@tool`` functions) in this guard.
+
+        Raises:
+            ConfigurationError: a tool has no declaration in ``specs``: it could never be
+                judged, so it is refused now rather than on its first call.
+        """
         from jevqueue.plugins.crewai.governed_tool import GovernedTool
 
-        return [GovernedTool.wrap(tool, self) for tool in tools]
+        wrapped = [GovernedTool.wrap(tool, self) for tool in tools]
+        missing = [t.sanitized_name for t in wrapped if t.sanitized_name not in self.registry]
+        if missing:
+            raise ConfigurationError(
+                f"tools {missing} are not declared: declare each once with "
+                "tool_spec(tool, side_effects=..., path_fields=...) and pass specs=[...] to the "
+                "ToolGuard; an undeclared tool can never run"
+            )
+        return wrapped
 
     def hooks(self) -> GovernedToolHooks:
         """The ``before_tool_call`` / ``after_tool_call`` form of this guard (not installed)."""

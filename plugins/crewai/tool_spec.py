@@ -29,7 +29,8 @@ def tool_spec(
         tool: The CrewAI tool (a ``BaseTool`` or ``@tool`` function).
         side_effects: What the tool does, e.g. ``{"network"}`` or ``{"file_write"}``.
         path_fields: Argument names that hold file paths.
-        required_path_fields: Path fields a call must carry (default: all of them).
+        required_path_fields: Path fields a call must carry (default: every path field and
+            the ``cwd_field``).
         cwd_field: The argument naming a working directory, for shell-like tools.
         content_fields: Where the tool's payload lives (credential scanning reads these).
         with_schema: Also require the arguments to satisfy the tool's own argument schema.
@@ -44,16 +45,15 @@ def tool_spec(
         raise ConfigurationError(
             f"tool_spec needs a CrewAI BaseTool (or @tool function), not {type(tool).__name__}"
         )
-    paths = tuple(path_fields)
     schema: dict[str, Any] | None = None
     if with_schema and tool.args_schema is not None and tool.args_schema.model_fields:
         schema = tool.args_schema.model_json_schema()
-    return ToolSpec(
-        name=sanitize_tool_name(tool.name),
-        side_effects=frozenset(side_effects),
-        path_fields=paths,
-        required_path_fields=paths if required_path_fields is None else tuple(required_path_fields),
+    return ToolSpec.declare(
+        sanitize_tool_name(tool.name),
+        side_effects=side_effects,
+        path_fields=path_fields,
+        required_path_fields=required_path_fields,
         cwd_field=cwd_field,
-        content_fields=tuple(content_fields),
+        content_fields=content_fields,
         schema=schema,
     )

@@ -26,7 +26,7 @@ def create_governed_agent(
     tools: Sequence[Any],
     *,
     pep: Any,
-    specs: Iterable[ToolSpec] = (),
+    specs: Iterable[ToolSpec] | ToolRegistry = (),
     registry: ToolRegistry | None = None,
     governor: Governor | None = None,
     context: ExecutionContext | Mapping[str, Any] | None = None,
@@ -48,7 +48,7 @@ def create_governed_agent(
         tools: The LangChain tools.
         pep: The policy enforcement point judging every tool call.
         specs: One declaration per tool (:func:`~jevqueue.plugins.langgraph.tool_spec`).
-        registry: A registry holding the declarations instead of (or besides) ``specs``.
+        registry: Deprecated: pass the declarations as ``specs``.
         governor: The governor (``Governor()`` when omitted).
         context: The default execution context; a run's
             ``config["configurable"]["jevqueue_context"]`` overrides it.

@@ -167,7 +167,7 @@ class PolicyMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     Args:
         pep: The policy enforcement point.
         specs: One declaration per tool (:func:`~jevqueue.plugins.langgraph.tool_spec`).
-        registry: A registry holding the declarations.
+        registry: Deprecated: pass the declarations as ``specs``.
         context: The default execution context; a run's
             ``config["configurable"]["jevqueue_context"]`` overrides it.
     """
@@ -176,7 +176,7 @@ class PolicyMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self,
         *,
         pep: Any,
-        specs: Iterable[ToolSpec] = (),
+        specs: Iterable[ToolSpec] | ToolRegistry = (),
         registry: ToolRegistry | None = None,
         context: ExecutionContext | Mapping[str, Any] | None = None,
     ) -> None:

@@ -55,7 +55,15 @@ from jevqueue.plugins.langgraph.approval_request import (
     approval_request,
     read_approval_answer,
 )
-from jevqueue.policy import Action, ExecutionContext, ToolRegistry, ToolSpec, Verdict, VerdictKind
+from jevqueue.policy import (
+    Action,
+    ExecutionContext,
+    ToolRegistry,
+    ToolSpec,
+    Verdict,
+    VerdictKind,
+    registry_from_specs,
+)
 
 __all__ = ["CONTEXT_CONFIG_KEY", "PolicyToolNode", "policy_tool_node", "tool_spec"]
 
@@ -81,8 +89,8 @@ def tool_spec(
         tool: A LangChain tool (or anything ``convert_to_openai_tool`` accepts).
         side_effects: What the tool does, e.g. ``{"file_write"}`` or ``{"network"}``.
         path_fields: Argument names that hold paths (resolved against the workspace).
-        required_path_fields: Path fields a call must carry; all of ``path_fields`` when
-            omitted.
+        required_path_fields: Path fields a call must carry; every path field and the
+            ``cwd_field`` when omitted.
         cwd_field: The argument naming a working directory, for shell-like tools.
         content_fields: Where the tool's payload lives (for credential scanning).
         with_schema: Also check arguments against the tool's own JSON Schema.
@@ -91,15 +99,13 @@ def tool_spec(
         The :class:`~jevqueue.policy.ToolSpec`, named after the tool.
     """
     function = convert_to_openai_tool(tool)["function"]
-    return ToolSpec(
-        name=function["name"],
-        side_effects=frozenset(side_effects),
-        path_fields=tuple(path_fields),
-        required_path_fields=tuple(
-            path_fields if required_path_fields is None else required_path_fields
-        ),
+    return ToolSpec.declare(
+        function["name"],
+        side_effects=side_effects,
+        path_fields=path_fields,
+        required_path_fields=required_path_fields,
         cwd_field=cwd_field,
-        content_fields=tuple(content_fields),
+        content_fields=content_fields,
         schema=function.get("parameters") if with_schema else None,
     )
 
@@ -160,7 +166,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
 
     Attributes:
         pep: The policy enforcement point.
-        registry: The tools' declarations.
+        registry: The tools' declarations (built from ``specs``).
         context: The default execution context (a run's config may override it).
         tool_node: The inner ``ToolNode``.
     """
@@ -171,7 +177,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         *,
         pep: Any,
         registry: ToolRegistry | None = None,
-        specs: Iterable[ToolSpec] = (),
+        specs: Iterable[ToolSpec] | ToolRegistry = (),
         context: ExecutionContext | Mapping[str, Any] | None = None,
         messages_key: str = "messages",
         handle_tool_errors: Any = _TOOLNODE_DEFAULT,
@@ -184,9 +190,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
                 f"pep must be a jevqueue PolicyEnforcementPoint, not {type(pep).__name__}"
             )
         self.pep = pep
-        self.registry = registry if registry is not None else ToolRegistry()
-        for spec in specs:
-            self.registry.register(spec, replace=True)
+        self.registry = registry_from_specs(specs, registry=registry, owner="policy_tool_node")
         self.context = None if context is None else ExecutionContext.coerce(context)
         self.messages_key = messages_key
         options: dict[str, Any] = {}
@@ -204,8 +208,8 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         if missing:
             raise ConfigurationError(
                 f"tools {missing} are not registered: declare each once with "
-                "tool_spec(tool, side_effects=..., path_fields=...) and pass specs=[...] "
-                "(or a registry that holds them); an undeclared tool can never run"
+                "tool_spec(tool, side_effects=..., path_fields=...) and pass specs=[...]; "
+                "an undeclared tool can never run"
             )
         self.name = name
 
@@ -440,7 +444,7 @@ def policy_tool_node(
     *,
     pep: Any,
     registry: ToolRegistry | None = None,
-    specs: Iterable[ToolSpec] = (),
+    specs: Iterable[ToolSpec] | ToolRegistry = (),
     context: ExecutionContext | Mapping[str, Any] | None = None,
     messages_key: str = "messages",
     handle_tool_errors: Any = _TOOLNODE_DEFAULT,
@@ -451,7 +455,8 @@ def policy_tool_node(
     Args:
         tools: The LangChain tools to run.
         pep: The :class:`~jevqueue.policy.PolicyEnforcementPoint` that judges every call.
-        registry: A registry holding the tools' declarations (a fresh one when omitted).
+        registry: Deprecated: pass the declarations as ``specs`` (a ToolRegistry is
+            accepted there too).
         specs: Declarations to add, one per tool: :func:`tool_spec` builds them.
         context: The default execution context; a run's
             ``config["configurable"]["jevqueue_context"]`` overrides it.

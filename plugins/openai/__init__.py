@@ -54,6 +54,7 @@ from jevqueue.plugins.openai.completion import (
 from jevqueue.plugins.openai.scripted_server import ScriptedChatServer
 from jevqueue.plugins.openai.scripted_transport import ScriptedChatTransport
 from jevqueue.plugins.openai.tool_runner import PolicyToolRunner, ToolCallResult
+from jevqueue.plugins.openai.tool_spec import tool_spec
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -69,4 +70,5 @@ __all__ = [
     "text_completion",
     "tool_call_completion",
     "tool_calls_completion",
+    "tool_spec",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,8 +33,10 @@ from jevqueue.policy import (
     ExecutionContext,
     PolicyEnforcementPoint,
     ToolRegistry,
+    ToolSpec,
     Verdict,
     VerdictKind,
+    registry_from_specs,
 )
 
 __all__ = ["PolicyToolRunner", "ToolCallResult"]
@@ -88,18 +90,20 @@ class PolicyToolRunner:
             call's arguments as keyword arguments. Its return value becomes the ``tool``
             message (a string as is, anything else as JSON).
         pep: The policy enforcement point; it audits every decision.
-        registry: The tools' declarations (side effects, path fields). Every function
-            must be registered: an undeclared tool could never be judged.
+        specs: The tools' declarations (side effects, path fields), one ``ToolSpec`` per
+            function (or read them with :func:`jevqueue.load_tools_file`). Every function
+            must be declared: an undeclared tool could never be judged.
+        registry: Deprecated: the older spelling of ``specs`` (a ``ToolRegistry``).
         context: The execution context of every call (an
             :class:`~jevqueue.policy.ExecutionContext` or a mapping of its fields).
 
     Raises:
-        ConfigurationError: A function has no registry entry.
+        ConfigurationError: A function has no declaration.
         InvalidContextError: The context is incomplete or ambient.
 
     Example:
         >>> runner = PolicyToolRunner({"read_file": read_file}, pep=pep,  # doctest: +SKIP
-        ...                           registry=registry, context=context)
+        ...                           specs=specs, context=context)
         >>> messages.extend(r.message() for r in runner.run(response))  # doctest: +SKIP
     """
 
@@ -108,14 +112,16 @@ class PolicyToolRunner:
         functions: Mapping[str, ToolFunction],
         *,
         pep: PolicyEnforcementPoint,
-        registry: ToolRegistry,
+        specs: Iterable[ToolSpec] | ToolRegistry = (),
+        registry: ToolRegistry | None = None,
         context: ExecutionContext | Mapping[str, Any],
     ) -> None:
+        registry = registry_from_specs(specs, registry=registry, owner="PolicyToolRunner")
         missing = sorted(name for name in functions if name not in registry)
         if missing:
             raise ConfigurationError(
-                f"tools {missing} are not in the registry: register each with its side "
-                "effects and path fields (ToolSpec) so that its calls can be judged"
+                f"tools {missing} are not declared: pass a ToolSpec for each in specs=[...], "
+                "with its side effects and path fields, so that its calls can be judged"
             )
         self._functions = dict(functions)
         self._pep = pep

@@ -71,7 +71,7 @@ class Kit:
     workspace: Path
 
     def guard(self, **kwargs: Any) -> ToolGuard:
-        return ToolGuard(self.pep, registry=self.registry, context=self.context, **kwargs)
+        return ToolGuard(self.pep, specs=self.registry, context=self.context, **kwargs)
 
     def results(self) -> list[tuple[str, str]]:
         return [(e["tool"], e["result"]) for e in self.audit.events]

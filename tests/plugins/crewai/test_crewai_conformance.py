@@ -136,7 +136,7 @@ class TestCrewAIConformance(PluginConformance):
     """The seven checks with the tool wrappers (``GovernedTool``)."""
 
     def run_turn(self, turn: TurnScenario) -> TurnOutcome:
-        guard = ToolGuard(turn.pep, registry=turn.registry, context=turn.context)
+        guard = ToolGuard(turn.pep, specs=turn.specs, context=turn.context)
         tools = self.enforce(guard, [crewai_tool(t) for t in turn.tools])
         schemas, _, _ = convert_tools_to_openai_schema(tools)
 
@@ -165,7 +165,7 @@ class TestCrewAIConformance(PluginConformance):
 
     def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
         desk = ApprovalDesk(call.approvals)
-        guard = ToolGuard(call.pep, registry=call.registry, context=call.context, approvals=desk)
+        guard = ToolGuard(call.pep, specs=call.specs, context=call.context, approvals=desk)
         tools = self.enforce(guard, [crewai_tool(t) for t in call.tools])
         with self.installed(guard):
             (message,) = run_calls([tool_call(call.tool.name, call.arguments)], tools)

@@ -67,7 +67,8 @@ class ExplodingRegistry:
 
 
 def test_a_check_that_raises_blocks_the_call_instead_of_failing_open(kit: Kit) -> None:
-    guard = ToolGuard(kit.pep, registry=ExplodingRegistry(), context=kit.context)  # type: ignore[arg-type]
+    guard = kit.guard()
+    guard.registry = ExplodingRegistry()  # type: ignore[assignment]
     inner = ScriptedLLM([tool_call("lookup_weather", {"city": "Lisbon"}), "No weather."])
     crew = make_crew(governed(inner), list(kit.tools.values()), "Weather?")
 
@@ -97,8 +98,9 @@ def test_control_crewai_runs_the_tool_when_a_plain_hook_raises(kit: Kit) -> None
 
 
 def test_wrapped_tools_fail_closed_too(kit: Kit) -> None:
-    guard = ToolGuard(kit.pep, registry=ExplodingRegistry(), context=kit.context)  # type: ignore[arg-type]
+    guard = kit.guard()
     (weather,) = guard.wrap([kit.tools["lookup_weather"]])
+    guard.registry = ExplodingRegistry()  # type: ignore[assignment]
     result = weather.run(city="Lisbon")
     assert kit.ran.calls == []
     assert result.code == "jevqueue_denied" and "RuntimeError" in result.message

@@ -118,7 +118,7 @@ class TestLangGraphConformance(PluginConformance):
             "agent",
             governed_model_node(scripted_model(turn.provider), tools, governor=turn.governor),
         )
-        graph.add_node("tools", policy_tool_node(tools, pep=turn.pep, registry=turn.registry))
+        graph.add_node("tools", policy_tool_node(tools, pep=turn.pep, specs=turn.specs))
         graph.add_edge(START, "agent")
         graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
         graph.add_edge("tools", END)
@@ -140,7 +140,7 @@ class TestLangGraphConformance(PluginConformance):
     def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
         tools = [langchain_tool(tool) for tool in call.tools]
         graph = StateGraph(MessagesState)
-        graph.add_node("tools", policy_tool_node(tools, pep=call.pep, registry=call.registry))
+        graph.add_node("tools", policy_tool_node(tools, pep=call.pep, specs=call.specs))
         graph.add_edge(START, "tools")
         graph.add_edge("tools", END)
         app = graph.compile(checkpointer=InMemorySaver())

@@ -96,7 +96,7 @@ def runner(tmp_path: Any) -> tuple[PolicyToolRunner, list[tuple[str, dict[str, A
     policy_runner = PolicyToolRunner(
         {name: tool(name) for name in TOOL_NAMES},
         pep=PolicyEnforcementPoint(AllowAll(), audit_logger=audit),
-        registry=registry,
+        specs=registry,
         context=ExecutionContext(
             task_id="t-1", actor_id="agent-1", workspace=str(tmp_path), git_sha="a1b2c3d"
         ),

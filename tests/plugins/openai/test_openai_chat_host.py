@@ -317,6 +317,7 @@ def test_public_surface_is_pinned() -> None:
         "text_completion",
         "tool_call_completion",
         "tool_calls_completion",
+        "tool_spec",
     }
     for name in plugin.__all__:
         assert getattr(plugin, name) is not None

@@ -72,7 +72,7 @@ class TestOpenAIConformance(PluginConformance):
         )
         response = turn.governor.step(host)
         PolicyToolRunner(
-            _functions(turn.tools), pep=turn.pep, registry=turn.registry, context=turn.context
+            _functions(turn.tools), pep=turn.pep, specs=turn.specs, context=turn.context
         ).run(response)
         message = response["choices"][0]["message"]
         calls = tuple(
@@ -87,7 +87,7 @@ class TestOpenAIConformance(PluginConformance):
 
     def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
         runner = PolicyToolRunner(
-            _functions(call.tools), pep=call.pep, registry=call.registry, context=call.context
+            _functions(call.tools), pep=call.pep, specs=call.specs, context=call.context
         )
         result = runner.run_call(
             call.tool.name, call.arguments, call_id="call_1", approval_records=call.approvals

@@ -55,7 +55,7 @@ def setup(tmp_path: Any) -> tuple[PolicyToolRunner, list[tuple[str, dict[str, An
     runner = PolicyToolRunner(
         {name: tool(name) for name in ("lookup", "archive", "explode")},
         pep=PolicyEnforcementPoint(ByToolName(), audit_logger=audit),
-        registry=registry,
+        specs=registry,
         context=ExecutionContext(
             task_id="t-1", actor_id="agent-1", workspace=str(tmp_path), git_sha="a1b2c3d"
         ),
@@ -115,12 +115,12 @@ def test_prose_runs_nothing(setup: Any) -> None:
     assert ran == []
 
 
-def test_a_function_without_a_registry_entry_is_refused_up_front(tmp_path: Any) -> None:
-    with pytest.raises(ConfigurationError, match="not in the registry"):
+def test_a_function_without_a_declaration_is_refused_up_front(tmp_path: Any) -> None:
+    with pytest.raises(ConfigurationError, match="not declared"):
         PolicyToolRunner(
             {"ghost": lambda: None},
             pep=PolicyEnforcementPoint(ByToolName()),
-            registry=ToolRegistry(),
+            specs=ToolRegistry(),
             context=ExecutionContext(
                 task_id="t", actor_id="a", workspace=str(tmp_path), git_sha="a1b2c3d"
             ),
