@@ -2,13 +2,15 @@
 
 Two halves over one framework-agnostic core:
 
-* the governor (:class:`Governor`) picks, on every turn, one of nine paths (:class:`Path`) —
-  above all which one tool the model must call — makes the host enforce it and checks
-  that the provider obeyed;
-* the policy layer (:class:`PolicyEnforcementPoint`) judges every concrete tool call before
-  it runs, fails closed, and writes a tamper-evident audit log.
+* the governor (:class:`Governor`, package :mod:`jevqueue.governor`) picks, on every turn,
+  one of nine paths (:class:`Path`) — above all which one tool the model must call — makes
+  the host enforce it and checks that the provider obeyed;
+* the policy layer (:class:`PolicyEnforcementPoint`, package :mod:`jevqueue.policy`) judges
+  every concrete tool call before it runs, fails closed, and writes a tamper-evident audit
+  log (:mod:`jevqueue.audit`); approvals are in :mod:`jevqueue.approvals`.
 
-Names are imported on first use, so ``import jevqueue`` stays cheap.
+``__all__`` is what a user of either half needs on day one; everything else lives in its
+package. Names are imported on first use, so ``import jevqueue`` stays cheap.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import TYPE_CHECKING
 from jevqueue._lazy import lazy_getattr
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.approvals import ApprovalRecord
+    from jevqueue.approvals import ApprovalAuthority, ApprovalRecord, SignedApprovalVerifier
+    from jevqueue.audit import SQLiteAuditLog, verify_audit_log
     from jevqueue.errors import (
         ConfigurationError,
         ControlSignal,
@@ -71,18 +74,36 @@ _EXPORTS: dict[str, str] = {
     "LexicalBallot": "jevqueue.governor._lexical_ballot",
     "Thresholds": "jevqueue.governor._thresholds",
     "Host": "jevqueue.host",
-    "LOCAL_MODEL_ID": "jevqueue.host",
     # the policy layer
     "ExecutionContext": "jevqueue.policy._context",
+    "ToolSpec": "jevqueue.policy._registry",
+    "load_tools_file": "jevqueue.policy._tools_file",
     "PolicyEnforcementPoint": "jevqueue.policy._pep",
     "create_default_policy_decision_point": "jevqueue.policy._pdp",
     "Verdict": "jevqueue.policy._verdict",
     "VerdictKind": "jevqueue.policy._verdict",
     "ApprovalRecord": "jevqueue.approvals",
+    "ApprovalAuthority": "jevqueue.approvals",
+    "SignedApprovalVerifier": "jevqueue.approvals",
+    "SQLiteAuditLog": "jevqueue.audit",
+    "verify_audit_log": "jevqueue.audit",
+    # errors most callers catch
+    "JevError": "jevqueue.errors",
+    "UsageError": "jevqueue.errors",
+    "ConfigurationError": "jevqueue.errors",
+    "ProviderDisobeyedError": "jevqueue.errors",
+    "TurnInterruptedError": "jevqueue.errors",
+    "PolicyDeniedError": "jevqueue.errors",
+    "UnfulfilledObligationError": "jevqueue.errors",
+}
+
+# Names the top level exported before the packages had a home of their own. They still
+# resolve, so no import breaks, but they are not advertised: import them from their
+# package (the right-hand side, without the private module).
+_COMPATIBLE: dict[str, str] = {
+    "LOCAL_MODEL_ID": "jevqueue.host",
     "Action": "jevqueue.policy._action",
-    "ToolSpec": "jevqueue.policy._registry",
     "ToolRegistry": "jevqueue.policy._registry",
-    "load_tools_file": "jevqueue.policy._tools_file",
     "generic_registry": "jevqueue.policy._registry",
     "antigravity_registry": "jevqueue.policy._registry",
     "Rule": "jevqueue.policy._rule",
@@ -91,65 +112,45 @@ _EXPORTS: dict[str, str] = {
     "RuleBasedPolicyDecisionPoint": "jevqueue.policy._pdp",
     "default_rules": "jevqueue.policy._default_rules",
     "canonical_json": "jevqueue.policy._canonical",
-    # errors most callers catch
-    "JevError": "jevqueue.errors",
-    "UsageError": "jevqueue.errors",
-    "ConfigurationError": "jevqueue.errors",
     "JevRuntimeError": "jevqueue.errors",
     "ControlSignal": "jevqueue.errors",
-    "ProviderDisobeyedError": "jevqueue.errors",
     "DecisionError": "jevqueue.errors",
-    "TurnInterruptedError": "jevqueue.errors",
     "ProviderHTTPError": "jevqueue.errors",
     "ToolsFileError": "jevqueue.errors",
-    "PolicyDeniedError": "jevqueue.errors",
-    "UnfulfilledObligationError": "jevqueue.errors",
 }
 
 __all__ = [
-    "LOCAL_MODEL_ID",
-    "Action",
+    "ApprovalAuthority",
     "ApprovalRecord",
     "Ballot",
     "ConfigurationError",
-    "ControlSignal",
     "Decision",
-    "DecisionError",
     "ExecutionContext",
-    "FunctionRule",
     "Governor",
     "Host",
     "JevError",
-    "JevRuntimeError",
     "LexicalBallot",
     "Path",
-    "PolicyDecisionPoint",
     "PolicyDeniedError",
     "PolicyEnforcementPoint",
     "ProviderDisobeyedError",
-    "ProviderHTTPError",
-    "Rule",
-    "RuleBasedPolicyDecisionPoint",
+    "SQLiteAuditLog",
+    "SignedApprovalVerifier",
     "Thresholds",
-    "ToolRegistry",
     "ToolSpec",
-    "ToolsFileError",
     "TurnInterruptedError",
     "UnfulfilledObligationError",
     "UsageError",
     "Verdict",
     "VerdictKind",
     "__version__",
-    "antigravity_registry",
-    "canonical_json",
     "create_default_policy_decision_point",
-    "default_rules",
-    "generic_registry",
     "load_tools_file",
+    "verify_audit_log",
 ]
 
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
+__getattr__ = lazy_getattr(__name__, {**_EXPORTS, **_COMPATIBLE}, globals())
 
 
 def __dir__() -> list[str]:
