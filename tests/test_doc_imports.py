@@ -8,9 +8,8 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 import jevqueue
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 _FENCE = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
