@@ -24,14 +24,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.audit import SQLiteAuditLog, verify_audit_log
     from jevqueue.errors import (
         ConfigurationError,
-        ControlSignal,
-        DecisionError,
         JevError,
-        JevRuntimeError,
         PolicyDeniedError,
         ProviderDisobeyedError,
-        ProviderHTTPError,
-        ToolsFileError,
         TurnInterruptedError,
         UnfulfilledObligationError,
         UsageError,
@@ -42,24 +37,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.governor._lexical_ballot import LexicalBallot
     from jevqueue.governor._path import Path
     from jevqueue.governor._thresholds import Thresholds
-    from jevqueue.host import LOCAL_MODEL_ID, Host
-    from jevqueue.policy._action import Action
-    from jevqueue.policy._canonical import canonical_json
+    from jevqueue.host import Host
     from jevqueue.policy._context import ExecutionContext
-    from jevqueue.policy._default_rules import default_rules
-    from jevqueue.policy._pdp import (
-        PolicyDecisionPoint,
-        RuleBasedPolicyDecisionPoint,
-        create_default_policy_decision_point,
-    )
+    from jevqueue.policy._pdp import create_default_policy_decision_point
     from jevqueue.policy._pep import PolicyEnforcementPoint
-    from jevqueue.policy._registry import (
-        ToolRegistry,
-        ToolSpec,
-        antigravity_registry,
-        generic_registry,
-    )
-    from jevqueue.policy._rule import FunctionRule, Rule
+    from jevqueue.policy._registry import ToolSpec
     from jevqueue.policy._tools_file import load_tools_file
     from jevqueue.policy._verdict import Verdict, VerdictKind
 
