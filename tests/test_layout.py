@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +167,23 @@ def test_the_top_level_names_the_two_halves_and_nothing_else() -> None:
         "py.typed",
         "testing",
     ]
+
+
+def test_the_architecture_map_matches_the_tree() -> None:
+    text = ROOT.joinpath("docs", "architecture.md").read_text(encoding="utf-8")
+    tree = text.split("```", 2)[1]
+    for package in ("governor", "policy"):
+        on_disk = {p.name for p in ROOT.joinpath("core", package).glob("_*.py")} - {"__init__.py"}
+        section = tree.split(f"├── {package}/", 1)[1]
+        section = section.split("\n├── ", 1)[0]
+        listed = set(re.findall(r"(_[a-z_]+\.py)", section))
+        assert listed == on_disk, f"docs/architecture.md lists core/{package}/ as {sorted(listed)}"
+    for folder in ROOT.joinpath("core").iterdir():
+        if folder.is_dir() and folder.name != "__pycache__":
+            assert f"── {folder.name}/" in tree, (
+                f"docs/architecture.md does not show core/{folder.name}/"
+            )
+    for plugin in _plugin_packages():
+        assert f"── {plugin.name}/" in tree, (
+            f"docs/architecture.md does not show plugins/{plugin.name}/"
+        )
