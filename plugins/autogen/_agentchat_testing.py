@@ -212,10 +212,10 @@ class ScriptedChatCompletionClient(ChatCompletionClient):
         self,
         messages: Sequence[Any],
         *,
-        tools: Sequence[Any] = [],  # noqa: B006
+        tools: Sequence[Any] = [],
         tool_choice: Any = "auto",
         json_output: Any = None,
-        extra_create_args: Mapping[str, Any] = {},  # noqa: B006
+        extra_create_args: Mapping[str, Any] = {},
         cancellation_token: Any = None,
     ) -> CreateResult:
         """Record the call and return the next step."""
@@ -225,10 +225,10 @@ class ScriptedChatCompletionClient(ChatCompletionClient):
         self,
         messages: Sequence[Any],
         *,
-        tools: Sequence[Any] = [],  # noqa: B006
+        tools: Sequence[Any] = [],
         tool_choice: Any = "auto",
         json_output: Any = None,
-        extra_create_args: Mapping[str, Any] = {},  # noqa: B006
+        extra_create_args: Mapping[str, Any] = {},
         cancellation_token: Any = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
         """Record the call; yield a text answer word by word, then the ``CreateResult``."""
@@ -250,11 +250,11 @@ class ScriptedChatCompletionClient(ChatCompletionClient):
         """No tokens are spent."""
         return RequestUsage(prompt_tokens=0, completion_tokens=0)
 
-    def count_tokens(self, messages: Sequence[Any], *, tools: Sequence[Any] = []) -> int:  # noqa: B006
+    def count_tokens(self, messages: Sequence[Any], *, tools: Sequence[Any] = []) -> int:
         """A rough count: four characters a token."""
         return sum(len(str(m)) for m in messages) // 4
 
-    def remaining_tokens(self, messages: Sequence[Any], *, tools: Sequence[Any] = []) -> int:  # noqa: B006
+    def remaining_tokens(self, messages: Sequence[Any], *, tools: Sequence[Any] = []) -> int:
         """A large window."""
         return 128_000 - self.count_tokens(messages, tools=tools)
 

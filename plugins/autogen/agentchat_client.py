@@ -108,10 +108,10 @@ class GovernedChatCompletionClient(ChatCompletionClient):
         self,
         messages: Sequence[Any],
         *,
-        tools: Sequence[Any] = [],  # noqa: B006  (the interface's own default)
+        tools: Sequence[Any] = [],
         tool_choice: Any = "auto",
         json_output: Any = None,
-        extra_create_args: Mapping[str, Any] = {},  # noqa: B006
+        extra_create_args: Mapping[str, Any] = {},
         cancellation_token: Any = None,
     ) -> CreateResult:
         """Govern one model call, then answer through the wrapped client (or locally)."""
@@ -131,10 +131,10 @@ class GovernedChatCompletionClient(ChatCompletionClient):
         self,
         messages: Sequence[Any],
         *,
-        tools: Sequence[Any] = [],  # noqa: B006
+        tools: Sequence[Any] = [],
         tool_choice: Any = "auto",
         json_output: Any = None,
-        extra_create_args: Mapping[str, Any] = {},  # noqa: B006
+        extra_create_args: Mapping[str, Any] = {},
         cancellation_token: Any = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
         """The streaming form of :meth:`create`: chunks, then the final ``CreateResult``."""
@@ -191,11 +191,11 @@ class GovernedChatCompletionClient(ChatCompletionClient):
         """The wrapped client's total usage."""
         return self.inner.total_usage()
 
-    def count_tokens(self, messages: Sequence[Any], *, tools: Sequence[Any] = []) -> int:  # noqa: B006
+    def count_tokens(self, messages: Sequence[Any], *, tools: Sequence[Any] = []) -> int:
         """The wrapped client's token count."""
         return self.inner.count_tokens(messages, tools=tools)
 
-    def remaining_tokens(self, messages: Sequence[Any], *, tools: Sequence[Any] = []) -> int:  # noqa: B006
+    def remaining_tokens(self, messages: Sequence[Any], *, tools: Sequence[Any] = []) -> int:
         """The wrapped client's remaining tokens."""
         return self.inner.remaining_tokens(messages, tools=tools)
 

@@ -67,7 +67,11 @@ class PolicyWorkbench(Workbench):
             )
         self.inner = inner
         self.judge = PolicyJudge(
-            pep, specs=specs, context=context, approval=approval_func, approval_hint="approval_func="
+            pep,
+            specs=specs,
+            context=context,
+            approval=approval_func,
+            approval_hint="approval_func=",
         )
         self._checked = False
         listed = _now(inner.list_tools())

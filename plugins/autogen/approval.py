@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ApprovalFunc", "ApprovalRequest", "approval_records", "check_approval_func"]
 
 ApprovalAnswer = Union["ApprovalRecord", Iterable["ApprovalRecord"], None]
-ApprovalFunc = Callable[["ApprovalRequest"], Union[ApprovalAnswer, Awaitable[ApprovalAnswer]]]
+ApprovalFunc = Callable[["ApprovalRequest"], ApprovalAnswer | Awaitable[ApprovalAnswer]]
 """``(ApprovalRequest) -> ApprovalRecord | Iterable[ApprovalRecord] | None``, or ``async``."""
 
 

@@ -143,7 +143,8 @@ class PolicyJudge:
             if not isinstance(spec, ToolSpec):
                 raise ConfigurationError(
                     f"specs must hold jevqueue.ToolSpec objects, not {type(spec).__name__}: "
-                    "declare each tool with jevqueue.plugins.autogen.tool_spec(tool, side_effects=...)"
+                    "declare each tool with "
+                    "jevqueue.plugins.autogen.tool_spec(tool, side_effects=...)"
                 )
         self.pep = pep
         self.registry = ToolRegistry(listed)

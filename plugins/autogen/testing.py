@@ -14,7 +14,20 @@ Names load their world's framework on first use.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.plugins.autogen._agentchat_testing import (
+        ModelRequest,
+        ScriptedChatCompletionClient,
+        UnexpectedModelCallError,
+        tool_call,
+    )
+    from jevqueue.plugins.autogen._classic_testing import (
+        ClassicRequest,
+        ScriptedModel,
+        classic_tool_call,
+    )
 
 __all__ = [
     "ClassicRequest",

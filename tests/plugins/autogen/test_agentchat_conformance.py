@@ -14,20 +14,22 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("autogen_agentchat", reason='AgentChat is not installed: pip install "jevqueue[autogen]"')
+pytest.importorskip(
+    "autogen_agentchat", reason='AgentChat is not installed: pip install "jevqueue[autogen]"'
+)
 
-from agentchat_kit import agentchat_step, calls_of, function_tool, neutral_request  # noqa: E402
-from autogen_agentchat.agents import AssistantAgent  # noqa: E402
-from autogen_agentchat.messages import TextMessage, ToolCallSummaryMessage  # noqa: E402
-from autogen_core import CancellationToken  # noqa: E402
-from autogen_core.tools import StaticWorkbench  # noqa: E402
-from jevqueue.plugins.autogen import (  # noqa: E402
+from agentchat_kit import agentchat_step, calls_of, function_tool, neutral_request
+from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.messages import TextMessage, ToolCallSummaryMessage
+from autogen_core import CancellationToken
+from autogen_core.tools import StaticWorkbench
+from jevqueue.plugins.autogen import (
     ApprovalRequest,
     GovernedChatCompletionClient,
     PolicyWorkbench,
 )
-from jevqueue.plugins.autogen.testing import ScriptedChatCompletionClient, tool_call  # noqa: E402
-from jevqueue.testing.conformance import (  # noqa: E402
+from jevqueue.plugins.autogen.testing import ScriptedChatCompletionClient, tool_call
+from jevqueue.testing.conformance import (
     PluginConformance,
     ToolCallOutcome,
     ToolCallScenario,
