@@ -1,13 +1,16 @@
-"""Shared pieces of the AgentChat tests: real FunctionTools over the suite's neutral tools."""
+"""Shared pieces of the AgentChat tests: real FunctionTools, the suite's request view."""
 
 from __future__ import annotations
 
 import inspect
 import json
+from pathlib import Path
 from typing import Any
 
 from autogen_agentchat.messages import ToolCallSummaryMessage
-from autogen_core.tools import FunctionTool
+from autogen_core.tools import FunctionTool, StaticWorkbench
+from autogen_kit import DESCRIPTIONS, Bodies, Policy, Ran, build_policy
+from jevqueue.plugins.autogen import PolicyWorkbench, tool_spec
 from jevqueue.testing.conformance import ConformanceTool, ProviderReply, ProviderRequest
 
 
@@ -55,3 +58,33 @@ def calls_of(message: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
     if not isinstance(message, ToolCallSummaryMessage):
         return ()
     return tuple((call.name, json.loads(call.arguments)) for call in message.tool_calls)
+
+
+class Kit:
+    """Three real FunctionTools, their specs, and a real PEP over the default policy."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.ran = Ran()
+        bodies = Bodies(self.ran)
+        self.tools = [
+            FunctionTool(bodies.lookup_weather, DESCRIPTIONS["lookup_weather"], "lookup_weather"),
+            FunctionTool(bodies.write_note, DESCRIPTIONS["write_note"], "write_note"),
+            FunctionTool(bodies.run_shell, DESCRIPTIONS["run_shell"], "run_shell"),
+        ]
+        weather, note, shell = self.tools
+        self.specs = [
+            tool_spec(weather, side_effects={"network"}),
+            tool_spec(note, side_effects={"file_write"}, path_fields=["path"]),
+            tool_spec(shell, side_effects={"shell_command"}, cwd_field="cwd"),
+        ]
+        self.policy: Policy = build_policy(workspace, self.specs)
+        self.workspace = workspace
+
+    def workbench(self, **kwargs: Any) -> PolicyWorkbench:
+        return PolicyWorkbench(
+            StaticWorkbench(self.tools),
+            pep=self.policy.pep,
+            specs=self.specs,
+            context=self.policy.context,
+            **kwargs,
+        )
