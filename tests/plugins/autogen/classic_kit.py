@@ -88,10 +88,21 @@ class Kit:
     def __init__(self, workspace: Path) -> None:
         self.ran = Ran()
         bodies = Bodies(self.ran)
+
+        # AutoGen registers functions, not bound methods: one plain function per body.
+        def lookup_weather(city: str) -> str:
+            return bodies.lookup_weather(city)
+
+        def write_note(path: str, text: str) -> str:
+            return bodies.write_note(path, text)
+
+        def run_shell(command: str, cwd: str) -> str:
+            return bodies.run_shell(command, cwd)
+
         self.functions: dict[str, Callable[..., Any]] = {
-            "lookup_weather": bodies.lookup_weather,
-            "write_note": bodies.write_note,
-            "run_shell": bodies.run_shell,
+            "lookup_weather": lookup_weather,
+            "write_note": write_note,
+            "run_shell": run_shell,
         }
         from autogen.tools import Tool
 
