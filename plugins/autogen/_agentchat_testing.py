@@ -22,6 +22,7 @@ then the ``CreateResult``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import uuid
@@ -123,9 +124,17 @@ class ScriptedChatCompletionClient(ChatCompletionClient):
         steps: The answers, in order.
         model_info: What the client reports about its model (default:
             :data:`DEFAULT_MODEL_INFO`, function calling and several system messages).
+        latency: Seconds each answer takes (``asyncio.sleep``), for benchmarks.
     """
 
-    def __init__(self, steps: Sequence[Any] = (), *, model_info: ModelInfo | None = None) -> None:
+    def __init__(
+        self,
+        steps: Sequence[Any] = (),
+        *,
+        model_info: ModelInfo | None = None,
+        latency: float = 0.0,
+    ) -> None:
+        self.latency = latency
         self._steps = list(steps)
         self._info: ModelInfo = dict(model_info or DEFAULT_MODEL_INFO)  # type: ignore[assignment]
         self._requests: list[ModelRequest] = []
@@ -219,6 +228,8 @@ class ScriptedChatCompletionClient(ChatCompletionClient):
         cancellation_token: Any = None,
     ) -> CreateResult:
         """Record the call and return the next step."""
+        if self.latency:
+            await asyncio.sleep(self.latency)
         return self._answer(messages, tools, tool_choice, json_output, extra_create_args, False)
 
     async def create_stream(  # type: ignore[override]
@@ -232,6 +243,8 @@ class ScriptedChatCompletionClient(ChatCompletionClient):
         cancellation_token: Any = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
         """Record the call; yield a text answer word by word, then the ``CreateResult``."""
+        if self.latency:
+            await asyncio.sleep(self.latency)
         result = self._answer(messages, tools, tool_choice, json_output, extra_create_args, True)
         if isinstance(result.content, str):
             words = result.content.split(" ")

@@ -116,10 +116,14 @@ class ScriptedModel:
     Args:
         steps: The answers, in order.
         model: The model name it reports.
+        latency: Seconds each answer takes (``time.sleep``), for benchmarks.
     """
 
-    def __init__(self, steps: Sequence[Any] = (), *, model: str = "scripted-model") -> None:
+    def __init__(
+        self, steps: Sequence[Any] = (), *, model: str = "scripted-model", latency: float = 0.0
+    ) -> None:
         self.model = model
+        self.latency = latency
         self._steps = list(steps)
         self._requests: list[ClassicRequest] = []
         self._responses: list[Any] = []
@@ -168,6 +172,8 @@ class ScriptedModel:
 
     def answer(self, params: Mapping[str, Any]) -> Any:
         """Record one request and return the next step as a ``ChatCompletion``."""
+        if self.latency:
+            time.sleep(self.latency)
         request = _request(params)
         with self._lock:
             self._requests.append(request)

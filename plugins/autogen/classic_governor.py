@@ -34,11 +34,12 @@ OVERRIDING_KEYS = ("tool_choice", "parallel_tool_calls")
 _LLM_REPLIES = (ConversableAgent.generate_oai_reply, ConversableAgent.a_generate_oai_reply)
 
 
-def _overriding(agent: Any) -> list[str]:
+def _overriding(agent: Any, *, config_too: bool = False) -> list[str]:
+    """The overriding keys in what the agent's client sends (and, when asked, its config)."""
     entries = getattr(getattr(agent, "client", None), "_config_list", None) or []
     found = sorted({key for entry in entries for key in OVERRIDING_KEYS if key in entry})
     config = getattr(agent, "llm_config", None)
-    if config and hasattr(config, "get"):
+    if config_too and config and hasattr(config, "get"):
         found += [
             key for key in OVERRIDING_KEYS if config.get(key) is not None and key not in found
         ]
@@ -125,7 +126,7 @@ class GovernorCapability(AgentCapability):  # type: ignore[misc]
                 f"agent {agent.name!r} has no LLM (llm_config=False): there is no model turn to "
                 "govern; add the capability to the agent that calls the model"
             )
-        self._check(agent)
+        self._check(agent, config_too=True)
         entries = agent._reply_func_list
         if any(getattr(e["reply_func"], "__self__", None) is self for e in entries):
             raise ConfigurationError(f"agent {agent.name!r} is already governed by this capability")
@@ -147,8 +148,10 @@ class GovernorCapability(AgentCapability):  # type: ignore[misc]
         agent.register_reply([Agent, None], self.governed_reply, position=position)
         self.agents.append(agent)
 
-    def _check(self, agent: Any) -> None:
-        found = _overriding(agent)
+    def _check(self, agent: Any, *, config_too: bool = False) -> None:
+        # Every turn reads the client's config entries: they are what OpenAIWrapper merges
+        # over the per-call arguments, and AutoGen rebuilds them when a tool is registered.
+        found = _overriding(agent, config_too=config_too)
         if found:
             raise ConfigurationError(
                 f"agent {agent.name!r} sets {found} in its llm_config; AutoGen lets the config "

@@ -34,12 +34,13 @@ UNREADABLE_CALL = "<unreadable call>"
 
 
 def configured_tools(agent: Any) -> list[dict[str, Any]]:
-    """The tools the agent's LLM config sends with every call."""
+    """The tools the agent's client sends with every call (read, never changed)."""
+    entries = getattr(getattr(agent, "client", None), "_config_list", None)
+    if entries:
+        return list(entries[0].get("tools") or ())
     config = getattr(agent, "llm_config", None)
-    if not config:
-        return []
-    tools = config.get("tools") if hasattr(config, "get") else None
-    return [dict(tool) for tool in tools or ()]
+    tools = config.get("tools") if config and hasattr(config, "get") else None
+    return list(tools or ())
 
 
 def openai_conversation(agent: Any, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -84,7 +84,7 @@ class CallJudgement:
 
     def run_arguments(self) -> dict[str, Any]:
         """A fresh, mutable copy of :attr:`arguments` for one execution of the tool."""
-        return copy.deepcopy(dict(self.arguments))
+        return _copy(self.arguments)
 
 
 @dataclass
@@ -364,12 +364,23 @@ def _plain(arguments: Any) -> dict[str, Any]:
             f"tool arguments must be a mapping of names to values, not {type(arguments).__name__}"
         )
     # The policy judges a private copy: nothing a rule does to it can change what runs.
-    return copy.deepcopy(dict(arguments))
+    return _copy(arguments)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A private copy, as ``copy.deepcopy`` makes it; flat arguments need only one level."""
+    for value in arguments.values():
+        if type(value) not in _SCALARS:
+            return copy.deepcopy(dict(arguments))
+    return dict(arguments)
 
 
 def _resolved(action: Action, arguments: dict[str, Any]) -> dict[str, Any]:
     """What the tool runs with: the judged arguments, each path as the policy resolved it."""
-    run = copy.deepcopy(arguments)
+    run = _copy(arguments)
     for name, target in zip(action.target_fields, action.targets, strict=False):
         run[name] = target
     spec = action.spec
