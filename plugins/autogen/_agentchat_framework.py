@@ -20,6 +20,7 @@ try:
         UserMessage,
     )
     from autogen_core.tools import (
+        StaticWorkbench,
         TextResultContent,
         Tool,
         ToolResult,
@@ -42,6 +43,7 @@ __all__ = [
     "LLMMessage",
     "ModelInfo",
     "RequestUsage",
+    "StaticWorkbench",
     "SystemMessage",
     "TextResultContent",
     "Tool",

@@ -20,7 +20,12 @@ from typing import Any
 
 from jevqueue.context import ExecutionContext
 from jevqueue.errors import ConfigurationError
-from jevqueue.plugins.autogen._agentchat_framework import TextResultContent, ToolResult, Workbench
+from jevqueue.plugins.autogen._agentchat_framework import (
+    StaticWorkbench,
+    TextResultContent,
+    ToolResult,
+    Workbench,
+)
 from jevqueue.plugins.autogen.approval import ApprovalFunc
 from jevqueue.plugins.autogen.policy_judge import CallJudgement, PolicyJudge
 from jevqueue.registry import ToolSpec
@@ -45,9 +50,8 @@ class PolicyWorkbench(Workbench):
 
     Raises:
         ConfigurationError: ``inner`` is not a ``Workbench``, ``specs`` is malformed, or
-            the inner workbench lists a tool that has no spec (checked now when the inner
-            workbench can list its tools without waiting, as ``StaticWorkbench`` can,
-            else on the first ``list_tools``, before any call).
+            the inner workbench lists a tool that has no spec (checked now for a
+            ``StaticWorkbench``, else on the first ``list_tools``, before any call).
         InvalidContextError: ``context`` is incomplete or ambient.
     """
 
@@ -74,9 +78,12 @@ class PolicyWorkbench(Workbench):
             approval_hint="approval_func=",
         )
         self._checked = False
-        listed = _now(inner.list_tools())
-        if listed is not None:
-            self._check(listed)
+        # A StaticWorkbench lists its tools without waiting on anything, so they are checked
+        # now. Other workbenches (McpWorkbench) must start first: checked on list_tools.
+        if isinstance(inner, StaticWorkbench):
+            listed = _now(inner.list_tools())
+            if listed is not None:
+                self._check(listed)
 
     @property
     def last(self) -> CallJudgement | None:
