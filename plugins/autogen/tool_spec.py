@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -9,6 +10,25 @@ from jevqueue.errors import ConfigurationError
 from jevqueue.registry import ToolSpec
 
 __all__ = ["tool_spec"]
+
+
+def _function_schema(function: Any) -> Mapping[str, Any]:
+    """A plain function's schema, as the installed AutoGen builds it (its name is the
+    function's name in both worlds)."""
+    try:
+        from autogen.tools import Tool
+
+        return Tool(func_or_tool=function).tool_schema["function"]  # type: ignore[no-any-return]
+    except ImportError:
+        pass
+    try:
+        from autogen_core.tools import FunctionTool
+    except ImportError as exc:
+        raise ConfigurationError(
+            "tool_spec of a plain function needs AutoGen to read its schema: "
+            'pip install "jevqueue[autogen]" or "jevqueue[ag2]"'
+        ) from exc
+    return FunctionTool(function, description=function.__doc__ or "").schema
 
 
 def _schema_of(tool: Any) -> Mapping[str, Any]:
@@ -22,6 +42,8 @@ def _schema_of(tool: Any) -> Mapping[str, Any]:
         schema = tool.tool_schema["function"]  # classic AutoGen (ag2) Tool
     elif isinstance(getattr(tool, "schema", None), Mapping):
         schema = tool.schema  # AgentChat BaseTool / FunctionTool / any Tool
+    elif inspect.isfunction(tool):
+        schema = _function_schema(tool)
     else:
         raise ConfigurationError(
             "tool_spec needs an AutoGen tool: an AgentChat tool (FunctionTool, BaseTool), a "
@@ -46,8 +68,8 @@ def tool_spec(
     """The registry declaration of an AutoGen tool, under the name AutoGen dispatches it by.
 
     Works for both worlds: an AgentChat tool (``FunctionTool``, any ``BaseTool``), a tool
-    schema a workbench lists (``await McpWorkbench(...).list_tools()``), or a classic
-    AutoGen ``autogen.tools.Tool``.
+    schema a workbench lists (``await McpWorkbench(...).list_tools()``), a classic
+    AutoGen ``autogen.tools.Tool``, or a plain function (registered under its own name).
 
     Args:
         tool: The AutoGen tool or tool schema.

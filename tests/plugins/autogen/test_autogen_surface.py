@@ -51,3 +51,31 @@ def test_every_public_name_resolves() -> None:
     pytest.importorskip("autogen")
     for name in plugin.__all__:
         assert getattr(plugin, name) is not None, name
+
+
+def test_tool_spec_reads_every_form_of_tool() -> None:
+    pytest.importorskip("autogen_agentchat")
+    pytest.importorskip("autogen")
+    from autogen.tools import Tool
+    from autogen_core.tools import FunctionTool
+    from jevqueue.errors import ConfigurationError
+    from jevqueue.plugins.autogen import tool_spec
+
+    def write_note(path: str, text: str) -> str:
+        """Write a text note to a file in the workspace."""
+        return path
+
+    forms = [
+        write_note,
+        Tool(func_or_tool=write_note),
+        FunctionTool(write_note, description="Write a note."),
+        {"name": "write_note", "parameters": FunctionTool(write_note, "x").schema["parameters"]},
+    ]
+    for form in forms:
+        spec = tool_spec(form, side_effects={"file_write"}, path_fields=["path"])
+        assert spec.name == "write_note" and spec.path_fields == ("path",)
+        assert spec.schema is not None and set(spec.schema["properties"]) == {"path", "text"}
+    with pytest.raises(ConfigurationError, match="not parameters"):
+        tool_spec(write_note, side_effects={"file_write"}, path_fields=["file"])
+    with pytest.raises(ConfigurationError, match="AutoGen tool"):
+        tool_spec(42, side_effects={"file_write"})
