@@ -37,7 +37,6 @@ from jevqueue.plugins.autogen._agentchat_framework import (
     FunctionCall,
     ModelInfo,
     RequestUsage,
-    Tool,
 )
 from jevqueue.plugins.autogen.agentchat_messages import openai_messages, tool_name
 
@@ -184,7 +183,7 @@ class ScriptedChatCompletionClient(ChatCompletionClient):
         extra_create_args: Mapping[str, Any],
         streamed: bool,
     ) -> CreateResult:
-        forced = tool_choice.schema["name"] if isinstance(tool_choice, Tool) else None
+        forced = None if isinstance(tool_choice, str) else tool_choice.schema["name"]
         request = ModelRequest(
             messages=tuple(messages),
             openai=tuple(openai_messages(messages)),

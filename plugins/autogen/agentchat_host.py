@@ -30,7 +30,6 @@ from jevqueue.plugins.autogen._agentchat_framework import (
     ChatCompletionClient,
     CreateResult,
     SystemMessage,
-    Tool,
     UserMessage,
 )
 from jevqueue.plugins.autogen.agentchat_messages import (
@@ -184,7 +183,7 @@ class AgentChatTurnHost:
     def _chosen(self, name: str) -> Any:
         for tool in self._tools:
             if tool_name(tool) == name:
-                return tool if isinstance(tool, Tool) else _NamedTool(tool_schema(tool))
+                return _NamedTool(tool_schema(tool)) if isinstance(tool, Mapping) else tool
         raise ConfigurationError(
             f"the governor forced {name!r}, which the agent did not offer this call "
             f"(offered: {[tool_name(tool) for tool in self._tools]})"

@@ -21,7 +21,6 @@ from jevqueue.plugins.autogen._agentchat_framework import (
     FunctionExecutionResultMessage,
     RequestUsage,
     SystemMessage,
-    Tool,
     UserMessage,
 )
 
@@ -64,9 +63,13 @@ def local_tool_call(name: str, arguments: Mapping[str, Any]) -> LocalCreateResul
     )
 
 
+# ``isinstance(x, Tool)`` checks a runtime protocol member by member (and computes a
+# BaseTool's schema to do it): a ToolSchema is a dict, which is all that needs telling apart.
+
+
 def tool_schema(tool: Any) -> dict[str, Any]:
     """A ``Tool`` or ``ToolSchema`` as a flat ``{"name", "description", "parameters"}``."""
-    schema = tool.schema if isinstance(tool, Tool) else tool
+    schema = tool if isinstance(tool, Mapping) else tool.schema
     out: dict[str, Any] = {"name": schema["name"], "description": schema.get("description", "")}
     if "parameters" in schema:
         out["parameters"] = schema["parameters"]
@@ -75,7 +78,7 @@ def tool_schema(tool: Any) -> dict[str, Any]:
 
 def tool_name(tool: Any) -> str:
     """The name a ``Tool`` or ``ToolSchema`` is called by."""
-    return str(tool.schema["name"] if isinstance(tool, Tool) else tool["name"])
+    return str(tool["name"] if isinstance(tool, Mapping) else tool.schema["name"])
 
 
 def _user_content(content: Any) -> Any:
