@@ -278,3 +278,26 @@ def test_bad_configuration_is_a_typed_error(kit: Kit) -> None:
         kit.workbench(approval_func="yes")
     with pytest.raises(ConfigurationError, match="Workbench"):
         PolicyWorkbench(kit.tools, pep=kit.policy.pep, specs=kit.specs, context=kit.policy.context)  # type: ignore[arg-type]
+
+
+def test_a_cancelled_token_stops_the_turn_before_any_provider_call(kit: Kit) -> None:
+    from autogen_core import CancellationToken
+    from autogen_core.models import UserMessage as User
+    from jevqueue.errors import TurnInterruptedError
+
+    model = ScriptedChatCompletionClient(["never sent"])
+    client = GovernedChatCompletionClient(model, governor(WEATHER))
+    token = CancellationToken()
+    token.cancel()
+    schemas = [tool.schema for tool in kit.tools]
+    with pytest.raises(TurnInterruptedError):
+        asyncio.run(
+            client.create(
+                [User(content="Weather in Lisbon?", source="user")],
+                tools=schemas,
+                cancellation_token=token,
+            )
+        )
+    assert model.requests == []
+    assert client.last_decision is not None
+    assert client.last_decision.path is RoutePath.INTERRUPTED

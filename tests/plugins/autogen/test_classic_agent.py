@@ -247,3 +247,17 @@ def test_governed_tools_in_a_group_chat(kit: Kit) -> None:
     contents = [str(m.get("content")) for m in group.messages]
     assert any("denied" in c for c in contents), contents
     assert ("write_note", "DENY") in kit.policy.results()
+
+
+def test_an_interrupted_turn_sends_nothing(kit: Kit) -> None:
+    from jevqueue.errors import TurnInterruptedError
+
+    model = ScriptedModel(["never sent"])
+    assistant, executor, governed, _ = kit.agents(
+        model, governor(WEATHER), governor_options={"interrupted": lambda: True}
+    )
+    with pytest.raises(TurnInterruptedError):
+        chat(executor, assistant, "Weather in Lisbon?", 1)
+    assert model.requests == []
+    assert governed is not None and governed.last_decision is not None
+    assert governed.last_decision.path is RoutePath.INTERRUPTED
