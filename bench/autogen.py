@@ -131,14 +131,14 @@ def agentchat_arms(workspace: Path, latency: float, turns: int) -> dict[str, Any
         max_tool_iterations=2,
     )
 
-    def turn(agent: Any) -> Callable[[], Awaitable[float]]:
+    def turn(agent: Any) -> Callable[[], Awaitable[tuple[float, float]]]:
         from autogen_core import CancellationToken
 
-        async def one() -> float:
+        async def one() -> tuple[float, float]:
             await agent.on_reset(CancellationToken())  # every turn starts a new conversation
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             result = await agent.run(task=REQUEST)
-            elapsed = time.perf_counter() - start
+            elapsed = (time.perf_counter() - start, time.process_time() - cpu)
             if result.messages[-1].content != ANSWER:
                 raise AssertionError(f"unexpected turn: {result.messages[-1]!r}")
             return elapsed
@@ -190,15 +190,15 @@ def classic_arms(workspace: Path, latency: float, turns: int) -> dict[str, Any]:
 
     plain_pair, governed_pair = pair(False), pair(True)
 
-    def turn(agents: tuple[Any, Any, Any]) -> Callable[[], Awaitable[float]]:
+    def turn(agents: tuple[Any, Any, Any]) -> Callable[[], Awaitable[tuple[float, float]]]:
         assistant, executor, _ = agents
 
-        async def one() -> float:
-            start = time.perf_counter()
+        async def one() -> tuple[float, float]:
+            start, cpu = time.perf_counter(), time.process_time()
             result = executor.initiate_chat(
                 assistant, message=REQUEST, max_turns=2, silent=True, clear_history=True
             )
-            elapsed = time.perf_counter() - start
+            elapsed = (time.perf_counter() - start, time.process_time() - cpu)
             if result.chat_history[-1]["content"] != ANSWER:
                 raise AssertionError(f"unexpected turn: {result.chat_history[-1]!r}")
             return elapsed
@@ -228,7 +228,10 @@ def _checked(calls: int, forced: int, total: int, log_path: Path) -> str:
     return f"{forced} of {calls} model calls forced, {report.count} audit records, chain verified"
 
 
-async def _pair(arms: dict[str, Any], index: int) -> tuple[float, float]:
+Timing = tuple[float, float]  # (wall seconds, CPU seconds of the whole process)
+
+
+async def _pair(arms: dict[str, Any], index: int) -> tuple[Timing, Timing]:
     # Tools and ag2 print as they run; both arms print alike, and none of it is shown.
     with contextlib.redirect_stdout(io.StringIO()):
         if index % 2:
@@ -244,23 +247,32 @@ async def run_world(name: str, arms: dict[str, Any], args: argparse.Namespace) -
     gc.collect()
     gc.freeze()  # long-lived objects out of the collector's view: no arm pays a full pass
     print(f"\n{name}: {args.repeats} x {args.turns} turns (+{args.warmup} warm-up)")
-    print("rep  ungoverned median  governed median  overhead  ratio (median)  ratio (total)")
+    print(
+        "rep  ungoverned median  governed median  overhead  ratio (median)  ratio (total)"
+        "  CPU ungoverned  CPU governed"
+    )
     medians: list[float] = []
     totals: list[float] = []
     for rep in range(args.repeats):
         base: list[float] = []
         gov: list[float] = []
+        base_cpu: list[float] = []
+        gov_cpu: list[float] = []
         for index in range(args.turns):
             plain, governed = await _pair(arms, index)
-            base.append(plain)
-            gov.append(governed)
+            base.append(plain[0])
+            gov.append(governed[0])
+            base_cpu.append(plain[1])
+            gov_cpu.append(governed[1])
         base_median, gov_median = statistics.median(base), statistics.median(gov)
         medians.append(gov_median / base_median)
         totals.append(sum(gov) / sum(base))
+        # CPU time is what the turn itself computed: less disturbed by a loaded machine.
         print(
             f"{rep + 1:>3}  {base_median * 1e3:>14.2f} ms  {gov_median * 1e3:>12.2f} ms  "
             f"{(gov_median - base_median) * 1e3:>5.2f} ms  {medians[-1]:>14.3f}  "
-            f"{totals[-1]:>13.3f}"
+            f"{totals[-1]:>13.3f}  {statistics.median(base_cpu) * 1e3:>11.2f} ms  "
+            f"{statistics.median(gov_cpu) * 1e3:>9.2f} ms"
         )
     print(
         f"{name} ratio governed/ungoverned, median of {args.repeats}: "
