@@ -21,9 +21,10 @@ turn, the PEP in front of every tool call.
   conversation each turn and calls ``generate_oai_reply`` with ``tool_choice`` and
   ``parallel_tool_calls=False`` (forced), ``tool_choice="none"`` (prose), or nothing
   added (delegation), and reads back the reply's ``tool_calls``.
-* :class:`PolicyCapability` ``.add_to_agent(executor)`` registers a position-0 reply on the
-  executor that judges every call of a batch before any runs, answers each
-  ``tool_call_id`` itself (denials as tool responses) and asks ``approval`` for approvals.
+* :class:`PolicyCapability` ``.add_to_agent(executor)`` registers a reply (sync and async)
+  in front of the executor's own tool-call replies that judges every call of a batch
+  before any runs, answers each ``tool_call_id`` itself (denials as tool responses) and
+  asks ``approval`` for approvals.
 * :func:`governed_tool` wraps a function or ``autogen.tools.Tool`` so that its body runs
   only after the policy allowed the call: for executors you do not own (group chats,
   ``run()``).
