@@ -1,0 +1,157 @@
+"""A workbench whose every tool call the PEP judges before the inner workbench runs it.
+
+``AssistantAgent(..., workbench=PolicyWorkbench(StaticWorkbench(tools), pep=pep,
+specs=[...], context=context))`` — or around an ``McpWorkbench`` — and every call the
+agent dispatches to the workbench goes through :class:`~.policy_judge.PolicyJudge` first.
+A refused call returns ``ToolResult(is_error=True)`` whose text says why: the model reads
+the denial as the tool's result and the conversation goes on. An allowed call reaches the
+inner workbench with the arguments that were judged (path fields as resolved).
+
+The wrapper is deliberately *not* a ``StreamWorkbench``: ``AssistantAgent`` sends every
+call of a workbench that is one through ``call_tool_stream``, and this wrapper governs
+``call_tool``. Streamed progress events of the inner tools are therefore not forwarded;
+each call returns its final result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jevqueue.context import ExecutionContext
+from jevqueue.errors import ConfigurationError
+from jevqueue.plugins.autogen._agentchat_framework import (
+    StaticWorkbench,
+    TextResultContent,
+    ToolResult,
+    Workbench,
+)
+from jevqueue.plugins.autogen.approval import ApprovalFunc
+from jevqueue.plugins.autogen.policy_judge import CallJudgement, PolicyJudge
+from jevqueue.registry import ToolSpec
+
+__all__ = ["PolicyWorkbench"]
+
+
+class PolicyWorkbench(Workbench):
+    """Front any AgentChat ``Workbench`` with the policy enforcement point.
+
+    Args:
+        inner: The workbench that runs allowed calls (``StaticWorkbench``,
+            ``McpWorkbench``, ...).
+        pep: The policy enforcement point; it audits every decision.
+        specs: One ``ToolSpec`` per tool the inner workbench lists
+            (:func:`~jevqueue.plugins.autogen.tool_spec`).
+        context: The execution context (an ``ExecutionContext`` or a mapping of its
+            fields), validated now.
+        approval_func: Asked for approval records when a call needs an explicit approval:
+            ``(ApprovalRequest) -> ApprovalRecord(s) | None``, plain or ``async``. Without
+            one such calls are denied with a message saying how to configure it.
+
+    Raises:
+        ConfigurationError: ``inner`` is not a ``Workbench``, ``specs`` is malformed, or
+            the inner workbench lists a tool that has no spec (checked now for a
+            ``StaticWorkbench``, else on the first ``list_tools``, before any call).
+        InvalidContextError: ``context`` is incomplete or ambient.
+    """
+
+    def __init__(
+        self,
+        inner: Workbench,
+        *,
+        pep: Any,
+        specs: Iterable[ToolSpec],
+        context: ExecutionContext | Mapping[str, Any],
+        approval_func: ApprovalFunc | None = None,
+    ) -> None:
+        if not isinstance(inner, Workbench):
+            raise ConfigurationError(
+                "PolicyWorkbench wraps an AgentChat Workbench (StaticWorkbench(tools), "
+                f"McpWorkbench(...)); got {type(inner).__name__}"
+            )
+        self.inner = inner
+        self.judge = PolicyJudge(
+            pep,
+            specs=specs,
+            context=context,
+            approval=approval_func,
+            approval_hint="approval_func=",
+        )
+        self._checked = False
+        # A StaticWorkbench lists its tools without waiting on anything, so they are checked
+        # now. Other workbenches (McpWorkbench) must start first: checked on list_tools.
+        if isinstance(inner, StaticWorkbench):
+            listed = _now(inner.list_tools())
+            if listed is not None:
+                self._check(listed)
+
+    @property
+    def last(self) -> CallJudgement | None:
+        """The most recent judgement."""
+        return self.judge.last
+
+    def _check(self, tools: Iterable[Any]) -> None:
+        missing = [tool["name"] for tool in tools if not self.judge.declared(tool["name"])]
+        if missing:
+            raise ConfigurationError(
+                f"the workbench lists {missing} without a policy declaration: pass a spec for "
+                "each, specs=[tool_spec(tool, side_effects={...}), ...] "
+                "(jevqueue.plugins.autogen.tool_spec accepts the workbench's tool schemas too)"
+            )
+        self._checked = True
+
+    async def list_tools(self) -> list[Any]:
+        """The inner workbench's tools, each checked to have a policy declaration."""
+        tools = await self.inner.list_tools()
+        self._check(tools)
+        return tools
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: Any = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """Judge the call; run it on the inner workbench only when the policy allows it."""
+        judgement = await self.judge.ajudge(name, arguments, call_id)
+        if not judgement.allowed:
+            return ToolResult(
+                name=name, result=[TextResultContent(content=judgement.message)], is_error=True
+            )
+        return await self.inner.call_tool(
+            name, judgement.run_arguments(), cancellation_token, call_id
+        )
+
+    async def start(self) -> None:
+        """Start the inner workbench."""
+        await self.inner.start()
+
+    async def stop(self) -> None:
+        """Stop the inner workbench."""
+        await self.inner.stop()
+
+    async def reset(self) -> None:
+        """Reset the inner workbench."""
+        await self.inner.reset()
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """The inner workbench's state."""
+        return await self.inner.save_state()
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Load the inner workbench's state."""
+        await self.inner.load_state(state)
+
+
+def _now(awaitable: Any) -> Any:
+    """The result of a coroutine that completes without waiting, else ``None`` (closed)."""
+    try:
+        awaitable.send(None)
+    except StopIteration as done:
+        return done.value
+    except Exception:
+        awaitable.close()
+        return None
+    awaitable.close()
+    return None

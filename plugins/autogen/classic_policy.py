@@ -1,0 +1,260 @@
+"""``PolicyCapability``: every tool call a classic AutoGen executor would run, judged first.
+
+``PolicyCapability(pep, specs=..., context=..., approval=...).add_to_agent(executor)``
+registers a reply function, plain and ``async``, in front of the executor's own
+tool-call replies (``generate_tool_calls_reply`` and the legacy function-call reply):
+termination and human input keep their places before it. When the newest message calls
+tools, the reply function
+
+1. judges **every** call of the batch with the PEP (audited, approvals asked) before any
+   of them runs;
+2. runs the allowed ones, each once, through the executor's own ``execute_function`` /
+   ``a_execute_function`` with the arguments that were judged (path fields as resolved);
+3. answers every ``tool_call_id`` itself — a refused call with the denial as its tool
+   response — in the shape ``generate_tool_calls_reply`` returns, so the chat goes on and
+   AutoGen's own tool execution never sees the message.
+
+It does not rely on ``register_hook("safeguard_tool_inputs")``, which AutoGen does not run
+on the async path; the executor's ``safeguard_tool_inputs`` / ``safeguard_tool_outputs``
+hooks are applied here in both paths (a call a hook drops is refused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jevqueue.context import ExecutionContext
+from jevqueue.errors import ConfigurationError
+from jevqueue.plugins.autogen._classic_framework import Agent, AgentCapability, ConversableAgent
+from jevqueue.plugins.autogen.approval import ApprovalFunc
+from jevqueue.plugins.autogen.policy_judge import CallJudgement, PolicyJudge
+from jevqueue.registry import ToolSpec
+
+__all__ = ["PolicyCapability"]
+
+_TOOL_REPLIES = (
+    ConversableAgent.generate_tool_calls_reply,
+    ConversableAgent.a_generate_tool_calls_reply,
+    ConversableAgent.generate_function_call_reply,
+    ConversableAgent.a_generate_function_call_reply,
+)
+
+
+class PolicyCapability(AgentCapability):  # type: ignore[misc]
+    """Judge every tool call of a classic AutoGen executor before it runs.
+
+    Args:
+        pep: The policy enforcement point; it audits every decision.
+        specs: One ``ToolSpec`` per tool the executor runs
+            (:func:`~jevqueue.plugins.autogen.tool_spec`).
+        context: The execution context (an ``ExecutionContext`` or a mapping of its
+            fields), validated now.
+        approval: Asked for approval records when a call needs an explicit approval:
+            ``(ApprovalRequest) -> ApprovalRecord(s) | None``, plain or ``async`` (an
+            ``async`` one in a sync chat denies the call, saying so). Without one such
+            calls are denied with a message saying how to configure it.
+
+    Raises:
+        ConfigurationError: ``specs`` is malformed or ``approval`` is not callable.
+        InvalidContextError: ``context`` is incomplete or ambient.
+    """
+
+    def __init__(
+        self,
+        pep: Any,
+        *,
+        specs: Iterable[ToolSpec],
+        context: ExecutionContext | Mapping[str, Any],
+        approval: ApprovalFunc | None = None,
+    ) -> None:
+        super().__init__()
+        self.judge = PolicyJudge(
+            pep, specs=specs, context=context, approval=approval, approval_hint="approval="
+        )
+        self.agents: list[Any] = []
+
+    @property
+    def last(self) -> CallJudgement | None:
+        """The most recent judgement."""
+        return self.judge.last
+
+    def add_to_agent(self, agent: ConversableAgent) -> None:
+        """Judge every tool call ``agent`` executes, in sync and async chats.
+
+        Raises:
+            ConfigurationError: ``agent`` is not a ``ConversableAgent``, is already governed
+                by a policy capability, or runs a function that has no spec.
+        """
+        if not isinstance(agent, ConversableAgent):
+            raise ConfigurationError(
+                f"PolicyCapability governs a ConversableAgent, not {type(agent).__name__}"
+            )
+        entries = agent._reply_func_list
+        if any(getattr(e["reply_func"], "__name__", "") == "policy_reply" for e in entries):
+            raise ConfigurationError(f"agent {agent.name!r} already has a policy capability")
+        missing = sorted(name for name in agent.function_map if not self.judge.declared(name))
+        if missing:
+            raise ConfigurationError(
+                f"agent {agent.name!r} runs {missing} without a policy declaration: pass a spec "
+                "for each, specs=[tool_spec(tool, side_effects={...}), ...]"
+            )
+        position = next((i for i, e in enumerate(entries) if e["reply_func"] in _TOOL_REPLIES), 0)
+        agent.register_reply(
+            [Agent, None], self.a_policy_reply, position=position, ignore_async_in_sync_chat=True
+        )
+        agent.register_reply([Agent, None], self.policy_reply, position=position)
+        self.agents.append(agent)
+
+    # --- the reply functions ---------------------------------------------------------
+
+    def policy_reply(
+        self, recipient: Any, messages: Any = None, sender: Any = None, config: Any = None
+    ) -> tuple[bool, Any]:
+        """The reply function of sync chats."""
+        batch = _batch(recipient, messages, sender)
+        if batch is None:
+            return False, None
+        judged = [self._judge_sync(recipient, call) for call in batch.calls]
+        results = [
+            self._run_sync(recipient, call, j) for call, j in zip(batch.calls, judged, strict=True)
+        ]
+        return True, batch.reply(recipient, results)
+
+    async def a_policy_reply(
+        self, recipient: Any, messages: Any = None, sender: Any = None, config: Any = None
+    ) -> tuple[bool, Any]:
+        """The reply function of async chats."""
+        batch = _batch(recipient, messages, sender)
+        if batch is None:
+            return False, None
+        judged = [await self._judge_async(recipient, call) for call in batch.calls]
+        results = [
+            await self._run_async(recipient, call, j)
+            for call, j in zip(batch.calls, judged, strict=True)
+        ]
+        return True, batch.reply(recipient, results)
+
+    # --- judging and running -----------------------------------------------------------
+
+    def _prepared(self, agent: Any, call: _Call) -> tuple[str, Any] | CallJudgement:
+        processed = agent._process_tool_input({"name": call.name, "arguments": call.arguments})
+        if processed is None:
+            return CallJudgement(
+                tool=call.name,
+                allowed=False,
+                call_id=call.id,
+                message=(
+                    f"jevqueue denied the call to {call.name!r}: a safeguard_tool_inputs hook "
+                    "dropped it. The call was not run"
+                ),
+            )
+        name = str(processed.get("name", call.name))
+        raw = processed.get("arguments", "{}")
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError as exc:
+            return CallJudgement(
+                tool=name,
+                allowed=False,
+                call_id=call.id,
+                message=(
+                    f"jevqueue denied the call to {name!r}: its arguments are not JSON ({exc}). "
+                    "The call was not run"
+                ),
+            )
+        return name, arguments
+
+    def _judge_sync(self, agent: Any, call: _Call) -> CallJudgement:
+        prepared = self._prepared(agent, call)
+        if isinstance(prepared, CallJudgement):
+            return prepared
+        return self.judge.judge(prepared[0], prepared[1], call.id)
+
+    async def _judge_async(self, agent: Any, call: _Call) -> CallJudgement:
+        prepared = self._prepared(agent, call)
+        if isinstance(prepared, CallJudgement):
+            return prepared
+        return await self.judge.ajudge(prepared[0], prepared[1], call.id)
+
+    def _run_sync(self, agent: Any, call: _Call, judged: CallJudgement) -> str:
+        if not judged.allowed:
+            return judged.message
+        request = {"name": judged.tool, "arguments": json.dumps(judged.run_arguments())}
+        function = agent.function_map.get(judged.tool)
+        if asyncio.iscoroutinefunction(function):
+            _, result = agent._run_async_in_thread(agent.a_execute_function(request, call.id))
+        else:
+            _, result = agent.execute_function(request, call_id=call.id)
+        return _content(agent, result)
+
+    async def _run_async(self, agent: Any, call: _Call, judged: CallJudgement) -> str:
+        if not judged.allowed:
+            return judged.message
+        request = {"name": judged.tool, "arguments": json.dumps(judged.run_arguments())}
+        _, result = await agent.a_execute_function(request, call_id=call.id)
+        return _content(agent, result)
+
+
+class _Call:
+    """One call of the newest message: its id, name and raw arguments."""
+
+    def __init__(self, call_id: str | None, name: str, arguments: Any) -> None:
+        self.id = call_id
+        self.name = name
+        self.arguments = arguments
+
+
+class _Batch:
+    """The calls of the newest message, and how to answer them."""
+
+    def __init__(self, calls: list[_Call], legacy: bool) -> None:
+        self.calls = calls
+        self.legacy = legacy
+
+    def reply(self, agent: Any, results: list[str]) -> dict[str, Any]:
+        if self.legacy:  # the shape generate_function_call_reply returns
+            return {"name": self.calls[0].name, "role": "function", "content": results[0]}
+        responses = []
+        for call, content in zip(self.calls, results, strict=True):
+            response: dict[str, Any] = {"role": "tool", "content": content}
+            if call.id is not None:
+                response["tool_call_id"] = call.id
+            responses.append(response)
+        return {
+            "role": "tool",
+            "tool_responses": responses,
+            "content": "\n\n".join(agent._str_for_tool_response(r) for r in responses),
+        }
+
+
+def _batch(agent: Any, messages: Any, sender: Any) -> _Batch | None:
+    if messages is None:
+        messages = agent._oai_messages[sender]
+    if not messages:
+        return None
+    message = messages[-1]
+    calls: list[_Call] = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        calls.append(
+            _Call(call.get("id"), str(function.get("name", "")), function.get("arguments"))
+        )
+    if calls:
+        return _Batch(calls, legacy=False)
+    legacy = message.get("function_call")
+    if isinstance(legacy, Mapping):
+        return _Batch(
+            [_Call(message.get("id"), str(legacy.get("name", "")), legacy.get("arguments"))], True
+        )
+    return None
+
+
+def _content(agent: Any, result: dict[str, Any]) -> str:
+    processed = agent._process_tool_output(result)
+    if processed is None:
+        return "[the tool's output was withheld by a safeguard_tool_outputs hook]"
+    content = processed.get("content", "")
+    return "" if content is None else content
