@@ -54,8 +54,8 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 from jevqueue import Governor, PolicyEnforcementPoint, ToolRegistry  # noqa: E402
 from jevqueue.audit import SQLiteAuditLog, verify_audit_log  # noqa: E402
-from jevqueue.pdp import create_default_policy_decision_point  # noqa: E402
 from jevqueue.plugins.autogen import tool_spec  # noqa: E402
+from jevqueue.policy import create_default_policy_decision_point  # noqa: E402
 
 REQUEST = "Read the text file notes.txt from the workspace and return its content."
 ANSWER = "notes.txt says: ship on Friday."

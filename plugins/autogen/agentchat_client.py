@@ -22,9 +22,8 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from jevqueue.decision import Decision
 from jevqueue.errors import ConfigurationError, ProviderDisobeyedError
-from jevqueue.path import Path
+from jevqueue.governor import Decision, Path
 from jevqueue.plugins.autogen._agentchat_framework import ChatCompletionClient, CreateResult
 from jevqueue.plugins.autogen.agentchat_host import AgentChatTurnHost, BufferedStream, LiveStream
 from jevqueue.plugins.autogen.agentchat_messages import local_text

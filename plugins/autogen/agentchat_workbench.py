@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.autogen._agentchat_framework import (
     StaticWorkbench,
@@ -28,7 +27,7 @@ from jevqueue.plugins.autogen._agentchat_framework import (
 )
 from jevqueue.plugins.autogen.approval import ApprovalFunc
 from jevqueue.plugins.autogen.policy_judge import CallJudgement, PolicyJudge
-from jevqueue.registry import ToolSpec
+from jevqueue.policy import ExecutionContext, ToolSpec
 
 __all__ = ["PolicyWorkbench"]
 

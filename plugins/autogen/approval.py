@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Any, Union
 from jevqueue.errors import ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.action import Action
     from jevqueue.approvals import ApprovalRecord
-    from jevqueue.verdict import Verdict
+    from jevqueue.policy import Action, Verdict
 
 __all__ = ["ApprovalFunc", "ApprovalRequest", "approval_records", "check_approval_func"]
 

@@ -21,8 +21,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Literal
 
-from jevqueue.decision import Decision
 from jevqueue.errors import ConfigurationError, ProviderDisobeyedError
+from jevqueue.governor import Decision
 from jevqueue.plugins.autogen._classic_framework import Agent, AgentCapability, ConversableAgent
 from jevqueue.plugins.autogen.classic_host import ClassicTurnHost
 

@@ -26,12 +26,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.autogen._classic_framework import Agent, AgentCapability, ConversableAgent
 from jevqueue.plugins.autogen.approval import ApprovalFunc
 from jevqueue.plugins.autogen.policy_judge import CallJudgement, PolicyJudge
-from jevqueue.registry import ToolSpec
+from jevqueue.policy import ExecutionContext, ToolSpec
 
 __all__ = ["PolicyCapability"]
 

@@ -20,12 +20,11 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.autogen._classic_framework import Tool
 from jevqueue.plugins.autogen.approval import ApprovalFunc
 from jevqueue.plugins.autogen.policy_judge import PolicyJudge
-from jevqueue.registry import ToolSpec
+from jevqueue.policy import ExecutionContext, ToolSpec
 
 __all__ = ["governed_tool"]
 

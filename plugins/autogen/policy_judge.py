@@ -4,7 +4,7 @@ Both worlds share it: classic AutoGen's :class:`~.classic_policy.PolicyCapabilit
 :func:`~.classic_tool.governed_tool`, and AgentChat's
 :class:`~.agentchat_workbench.PolicyWorkbench`. For one call :class:`PolicyJudge`:
 
-1. builds the canonical :class:`~jevqueue.action.Action` from the registry and context
+1. builds the canonical :class:`~jevqueue.policy.Action` from the registry and context
    (an unregistered tool, non-canonical or schema-breaking arguments: refused, audited);
 2. asks the PEP (``enforce``), which audits every decision;
 3. on an unmet ``explicit_approval`` obligation, asks the approval function (plain or
@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from jevqueue.action import Action
-from jevqueue.context import ExecutionContext
 from jevqueue.errors import (
     ApprovalRequiredError,
     ConfigurationError,
@@ -45,12 +43,17 @@ from jevqueue.plugins.autogen.approval import (
     approval_records,
     check_approval_func,
 )
-from jevqueue.registry import ToolRegistry, ToolSpec
-from jevqueue.verdict import VerdictKind
+from jevqueue.policy import (
+    Action,
+    ExecutionContext,
+    ToolRegistry,
+    ToolSpec,
+    VerdictKind,
+    registry_from_specs,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jevqueue.pep import PolicyEnforcementPoint
-    from jevqueue.verdict import Verdict
+    from jevqueue.policy import PolicyEnforcementPoint, Verdict
 
 __all__ = ["CallJudgement", "PolicyJudge"]
 
@@ -122,7 +125,7 @@ class PolicyJudge:
         self,
         pep: PolicyEnforcementPoint,
         *,
-        specs: Iterable[ToolSpec],
+        specs: Iterable[ToolSpec] | ToolRegistry,
         context: ExecutionContext | Mapping[str, Any],
         approval: ApprovalFunc | None = None,
         approval_hint: str = "approval=",
@@ -133,21 +136,8 @@ class PolicyJudge:
                 "a jevqueue PolicyEnforcementPoint is needed (an object with enforce(action, "
                 f"approval_records)); got {type(pep).__name__}"
             )
-        if isinstance(specs, (str, bytes, Mapping, ToolSpec)) or not isinstance(specs, Iterable):
-            raise ConfigurationError(
-                "specs must be an iterable of jevqueue.ToolSpec (one per tool, from tool_spec()); "
-                f"got {type(specs).__name__}"
-            )
-        listed = list(specs)
-        for spec in listed:
-            if not isinstance(spec, ToolSpec):
-                raise ConfigurationError(
-                    f"specs must hold jevqueue.ToolSpec objects, not {type(spec).__name__}: "
-                    "declare each tool with "
-                    "jevqueue.plugins.autogen.tool_spec(tool, side_effects=...)"
-                )
         self.pep = pep
-        self.registry = ToolRegistry(listed)
+        self.registry = registry_from_specs(specs, owner="jevqueue.plugins.autogen")
         self.context = ExecutionContext.coerce(context)
         self.approval = check_approval_func(approval, approval_hint.rstrip("="))
         self.approval_hint = approval_hint

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jevqueue.errors import ConfigurationError
-from jevqueue.registry import ToolSpec
+from jevqueue.policy import ToolSpec
 
 __all__ = ["tool_spec"]
 
@@ -75,13 +75,14 @@ def tool_spec(
         tool: The AutoGen tool or tool schema.
         side_effects: What the tool does, e.g. ``{"network"}`` or ``{"file_write"}``.
         path_fields: Argument names that hold file paths.
-        required_path_fields: Path fields a call must carry (default: all of them).
+        required_path_fields: Path fields a call must carry (default: every path field and
+            the ``cwd_field``).
         cwd_field: The argument naming a working directory, for shell-like tools.
         content_fields: Where the tool's payload lives (credential scanning reads these).
         with_schema: Also require the arguments to satisfy the tool's own JSON Schema.
 
     Returns:
-        A :class:`~jevqueue.registry.ToolSpec` named after the tool's schema name.
+        A :class:`~jevqueue.policy.ToolSpec` named after the tool's schema name.
 
     Raises:
         ConfigurationError: ``tool`` is not an AutoGen tool, or a field is malformed or is
@@ -99,12 +100,12 @@ def tool_spec(
                 f"tool {schema['name']!r}: {unknown} are not parameters of the tool "
                 f"(its parameters: {sorted(properties)}); fix the path_fields / cwd_field"
             )
-    return ToolSpec(
-        name=schema["name"],
-        side_effects=frozenset(side_effects),
+    return ToolSpec.declare(
+        schema["name"],
+        side_effects=side_effects,
         path_fields=paths,
-        required_path_fields=paths if required_path_fields is None else tuple(required_path_fields),
+        required_path_fields=required_path_fields,
         cwd_field=cwd_field,
-        content_fields=tuple(content_fields),
+        content_fields=content_fields,
         schema=dict(parameters) if with_schema and isinstance(parameters, Mapping) else None,
     )

@@ -11,10 +11,13 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jevqueue import Governor, Thresholds
 from jevqueue.approvals import ApprovalAuthority, MemoryConsumedApprovals, SignedApprovalVerifier
-from jevqueue.context import ExecutionContext
-from jevqueue.pdp import create_default_policy_decision_point
-from jevqueue.pep import PolicyEnforcementPoint
-from jevqueue.registry import ToolRegistry, ToolSpec
+from jevqueue.policy import (
+    ExecutionContext,
+    PolicyEnforcementPoint,
+    ToolRegistry,
+    ToolSpec,
+    create_default_policy_decision_point,
+)
 from jevqueue.testing.recording_audit import RecordingAuditSink
 
 GIT_SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -144,7 +144,7 @@ def test_without_an_approver_the_call_is_denied_with_how_to_configure_one(kit: K
 
 def test_an_approval_for_another_action_authorises_nothing(kit: Kit) -> None:
     other = kit.workbench().judge  # a digest for a different command, from the same policy
-    from jevqueue.action import Action
+    from jevqueue.policy import Action
 
     digest = Action.build(
         other.registry, "run_shell", {"command": "ls", "cwd": str(kit.workspace)}, other.context
