@@ -10,7 +10,7 @@ pytest.importorskip(
     "llama_index.core", reason='LlamaIndex is not installed: pip install "jevqueue[llamaindex]"'
 )
 
-from llamaindex_kit import Kit, build_kit  # noqa: E402
+from llamaindex_kit import Kit, build_kit
 
 
 @pytest.fixture

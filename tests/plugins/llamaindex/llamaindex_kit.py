@@ -15,18 +15,18 @@ pytest.importorskip(
     "llama_index.core", reason='LlamaIndex is not installed: pip install "jevqueue[llamaindex]"'
 )
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
-from jevqueue import ExecutionContext, Governor, PolicyEnforcementPoint  # noqa: E402
-from jevqueue.approvals import (  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from jevqueue import ExecutionContext, Governor, PolicyEnforcementPoint
+from jevqueue.approvals import (
     ApprovalAuthority,
     MemoryConsumedApprovals,
     SignedApprovalVerifier,
 )
-from jevqueue.pdp import create_default_policy_decision_point  # noqa: E402
-from jevqueue.plugins.llamaindex import tool_spec  # noqa: E402
-from jevqueue.testing.recording_audit import RecordingAuditSink  # noqa: E402
-from jevqueue.thresholds import Thresholds  # noqa: E402
-from llama_index.core.tools import FunctionTool  # noqa: E402
+from jevqueue.pdp import create_default_policy_decision_point
+from jevqueue.plugins.llamaindex import tool_spec
+from jevqueue.testing.recording_audit import RecordingAuditSink
+from jevqueue.thresholds import Thresholds
+from llama_index.core.tools import FunctionTool
 
 GIT_SHA = "0123456789abcdef0123456789abcdef01234567"
 APPROVER = "kit-approver"
@@ -85,7 +85,7 @@ class Kit:
             tool_spec(by_name["get_weather"], side_effects={"network"}),
             tool_spec(by_name["delete_file"], side_effects={"file_delete"}, path_fields=["path"]),
             tool_spec(by_name["read_file"], side_effects={"file_read"}, path_fields=["path"]),
-            tool_spec(by_name["run_command"], side_effects={"shell_command"}),
+            tool_spec(by_name["run_command"], side_effects={"shell_command"}, cwd_field="cwd"),
         ]
 
     def names_run(self) -> list[str]:
@@ -127,9 +127,9 @@ def build_kit(workspace: Path) -> Kit:
         kit.runs.append(("read_file", {"path": path}))
         return Path(path).read_text() if Path(path).is_absolute() else f"relative {path}"
 
-    def run_command(command: str) -> str:
+    def run_command(command: str, cwd: str) -> str:
         """Run a shell command in the workspace and return its output."""
-        kit.runs.append(("run_command", {"command": command}))
+        kit.runs.append(("run_command", {"command": command, "cwd": cwd}))
         return f"ran {command}"
 
     kit.tools = [
