@@ -104,6 +104,7 @@ def test_a_decline_reaches_the_model_and_nothing_runs(kit: Kit) -> None:
     output = results[0].tool_output
     assert output.is_error and "declined" in output.content and "not now" in output.content
     assert len(audited(kit, asked[0].action_digest)) == 1
+    llm.assert_complete()
 
 
 def test_an_approval_for_another_action_authorises_nothing(kit: Kit) -> None:
