@@ -78,6 +78,13 @@ What LlamaIndex cannot force, and what the plugin does about each case
 
 from __future__ import annotations
 
+try:
+    import llama_index.core  # noqa: F401  (fail here, with the extra's name)
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        'jevqueue.plugins.llamaindex needs LlamaIndex: pip install "jevqueue[llamaindex]"'
+    ) from exc
+
 from jevqueue.plugins.llamaindex.approval_events import (
     ApprovalRequiredEvent,
     ApprovalResponseEvent,
