@@ -22,12 +22,13 @@ from jevqueue.errors import InvalidApprovalError
 from jevqueue.plugins.llamaindex import (
     ApprovalRequiredEvent,
     ApprovalResponseEvent,
+    GovernedFunctionAgent,
     governed_tools,
 )
 from jevqueue.plugins.llamaindex.testing import ScriptedFunctionCallingLLM, scripted_tool_calls
-from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
+from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ToolCallResult
 from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
-from llamaindex_kit import Kit, run
+from llamaindex_kit import DELEGATE, Kit, fixed_governor, run
 
 HERE = Path(__file__).resolve().parent
 LS = {"command": "ls", "cwd": "."}
@@ -255,3 +256,31 @@ def test_the_serialized_context_restores_in_process_too(kit: Kit) -> None:
     assert run(go) == "Listed."
     assert kit.names_run() == ["run_command"]
     assert len(audited(kit, kit.audit.events[0]["action_digest"])) == 2
+
+
+def test_approvals_inside_an_agent_workflow_with_streaming(kit: Kit) -> None:
+    llm = ScriptedFunctionCallingLLM(steps=[scripted_tool_calls(("run_command", LS)), "Listed."])
+    agent = GovernedFunctionAgent(
+        name="ops",
+        description="Runs commands",
+        llm=llm,
+        governor=fixed_governor(DELEGATE),
+        tools=kit.tools,
+        pep=kit.pep,
+        specs=kit.specs(),
+        context=kit.context,
+        streaming=True,
+    )
+    workflow = AgentWorkflow(agents=[agent], root_agent="ops")
+    result, asked, results = run(
+        lambda: answer_with(
+            workflow.run(user_msg="list the files"),
+            lambda request: ApprovalResponseEvent.approve(
+                kit.authority.issue(request.action_digest)
+            ),
+        )
+    )
+    assert str(result) == "Listed."
+    assert len(asked) == 1 and not results[0].tool_output.is_error
+    assert kit.names_run() == ["run_command"]
+    assert len(audited(kit, asked[0].action_digest)) == 2
