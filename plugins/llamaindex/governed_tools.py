@@ -51,7 +51,7 @@ from jevqueue.plugins.llamaindex.approval_events import (
     ApprovalResponseEvent,
 )
 from jevqueue.plugins.llamaindex.tool_refused import ToolCallRefusedError
-from jevqueue.plugins.llamaindex.tool_spec import as_tool
+from jevqueue.plugins.llamaindex.tool_spec import as_tool, check_context_annotation
 from jevqueue.registry import ToolRegistry, ToolSpec
 from jevqueue.verdict import Verdict, VerdictKind
 
@@ -355,6 +355,7 @@ def governed_tools(
             raise ConfigurationError(
                 f"tool {tool.metadata.name!r} is already governed: wrap the original tool once"
             )
+        check_context_annotation(tool)
         name = str(tool.metadata.name)
         if name in names:
             raise ConfigurationError(f"two tools are named {name!r}: agents dispatch by name")

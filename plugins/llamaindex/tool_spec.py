@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -9,7 +10,36 @@ from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.llamaindex._framework import BaseTool, FunctionTool
 from jevqueue.registry import ToolSpec
 
-__all__ = ["as_tool", "tool_spec"]
+__all__ = ["as_tool", "check_context_annotation", "tool_spec"]
+
+
+def check_context_annotation(tool: BaseTool) -> None:
+    """Refuse a function tool whose ``Context`` parameter LlamaIndex cannot see.
+
+    Under ``from __future__ import annotations`` a ``ctx: Context`` annotation is the
+    string ``"Context"``; LlamaIndex compares the annotation with the class, so it neither
+    injects the workflow context nor leaves the parameter out of the schema the model sees.
+
+    Raises:
+        ConfigurationError: The tool's function has such a parameter.
+    """
+    if not isinstance(tool, FunctionTool) or tool.requires_context:
+        return
+    try:
+        parameters = inspect.signature(tool.real_fn).parameters.values()
+    except (TypeError, ValueError):
+        return
+    for parameter in parameters:
+        annotation = parameter.annotation
+        if isinstance(annotation, str) and annotation.split("[")[0].split(".")[-1] == "Context":
+            raise ConfigurationError(
+                f"tool {tool.metadata.name!r}: parameter {parameter.name!r} is annotated with "
+                f"the string {annotation!r} (from __future__ import annotations), so "
+                "LlamaIndex will not inject the workflow Context and shows the parameter to "
+                "the model; define the function in a module without that import, or set "
+                f"{tool.real_fn.__name__}.__annotations__[{parameter.name!r}] = Context "
+                "before building the tool"
+            )
 
 
 def as_tool(tool: BaseTool | Callable[..., Any]) -> BaseTool:
@@ -58,6 +88,7 @@ def tool_spec(
             (a path field that is not one of its parameters, for one).
     """
     tool = as_tool(tool)
+    check_context_annotation(tool)
     name = tool.metadata.name
     if not name:
         raise ConfigurationError("the tool has no name: give it one (FunctionTool(name=...))")

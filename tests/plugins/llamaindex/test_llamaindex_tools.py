@@ -191,3 +191,18 @@ def test_a_tool_that_takes_the_context_still_receives_it(kit: Kit) -> None:
     agent = FunctionAgent(llm=llm, tools=[tool], streaming=False)
     run(lambda: agent.run(user_msg="remember that the sky is blue"))
     assert len(seen) == 1 and isinstance(seen[0], Context)
+
+
+def test_a_context_annotation_llamaindex_cannot_see_is_refused(kit: Kit) -> None:
+    async def remember(ctx: Context, fact: str) -> str:
+        """Remember a fact in the workflow state."""
+        return "remembered"
+
+    # This module uses `from __future__ import annotations`: the annotation is a string.
+    tool = FunctionTool.from_defaults(async_fn=remember)
+    assert not tool.requires_context
+    with pytest.raises(ConfigurationError, match="from __future__ import annotations"):
+        tool_spec(tool, side_effects={"network"})
+    spec = tool_spec(kit.tools[0], side_effects={"network"})
+    with pytest.raises(ConfigurationError, match="will not inject"):
+        governed_tools([tool], pep=kit.pep, specs=[spec], context=kit.context)
