@@ -24,7 +24,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,8 +47,6 @@ __all__ = [
     "scripted_reply",
     "scripted_tool_calls",
 ]
-
-Step = ChatMessage | str | Callable[["ScriptedRequest"], "ChatMessage | str"]
 
 
 @dataclass(frozen=True)

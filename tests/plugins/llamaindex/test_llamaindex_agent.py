@@ -339,3 +339,28 @@ def test_scripted_llm_fails_loudly_when_the_script_is_exhausted(kit: Kit) -> Non
     with pytest.raises(AssertionError, match="never used"):
         unused.assert_complete()
     assert unused.remaining == 1
+
+
+def test_governed_llm_inside_a_custom_workflow(kit: Kit) -> None:
+    from llama_index.core.workflow import StartEvent, StopEvent, Workflow, step
+
+    llm = ScriptedFunctionCallingLLM(
+        steps=[
+            scripted_tool_calls(("get_weather", {"city": "Oslo"}), ("delete_file", {"path": "x"}))
+        ]
+    )
+    governed = GovernedFunctionCallingLLM(llm, fixed_governor(FORCE_WEATHER))
+    executed: list[str] = []
+
+    class OneStep(Workflow):
+        @step
+        async def decide(self, ev: StartEvent) -> StopEvent:
+            response = await governed.achat_with_tools(kit.tools, user_msg=ev.get("question"))
+            for call in governed.get_tool_calls_from_response(response):
+                executed.append(call.tool_name)
+            return StopEvent(result=response)
+
+    with pytest.raises(ProviderDisobeyedError):
+        run(lambda: OneStep(timeout=30).run(question="What is the weather in Oslo?"))
+    assert executed == [] and kit.runs == []
+    assert llm.requests[0].forced_tool == "get_weather"
