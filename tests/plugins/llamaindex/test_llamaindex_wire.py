@@ -92,7 +92,7 @@ def test_prose_step_sends_none(kit: Kit, serve: Any) -> None:
     assert body["messages"][-1]["role"] == "system"
 
 
-def test_delegated_step_is_byte_for_byte_the_stock_request(kit: Kit, serve: Any) -> None:
+def test_delegated_step_sends_the_stock_request_body(kit: Kit, serve: Any) -> None:
     server, llm = serve(
         text_completion("Hello!", model="gpt-4.1-mini"),
         text_completion("Hello!", model="gpt-4.1-mini"),
