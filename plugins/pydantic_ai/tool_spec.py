@@ -1,0 +1,62 @@
+"""Declaring a Pydantic AI tool to the policy registry, once, from the tool itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from jevqueue.errors import ConfigurationError
+from jevqueue.plugins.pydantic_ai._framework import Tool, ToolDefinition
+from jevqueue.registry import ToolSpec
+
+__all__ = ["tool_spec"]
+
+
+def tool_spec(
+    tool: Tool[Any] | ToolDefinition,
+    *,
+    side_effects: Iterable[str],
+    path_fields: Iterable[str] = (),
+    required_path_fields: Iterable[str] | None = None,
+    cwd_field: str | None = None,
+    content_fields: Iterable[str] = (),
+    with_schema: bool = True,
+) -> ToolSpec:
+    """The registry declaration of a Pydantic AI tool, under the name the agent calls it by.
+
+    Args:
+        tool: A ``pydantic_ai.Tool`` (or its ``ToolDefinition``). For a function
+            registered with ``@agent.tool``, wrap it: ``tool_spec(Tool(func), ...)``.
+        side_effects: What the tool does, e.g. ``{"network"}`` or ``{"file_write"}``.
+        path_fields: Argument names that hold file paths.
+        required_path_fields: Path fields a call must carry (default: all of them).
+        cwd_field: The argument naming a working directory, for shell-like tools.
+        content_fields: Where the tool's payload lives (credential scanning reads these).
+        with_schema: Also require the arguments to satisfy the tool's parameters schema.
+
+    Returns:
+        A :class:`~jevqueue.registry.ToolSpec` named ``tool.name``.
+
+    Raises:
+        ConfigurationError: ``tool`` is not a Pydantic AI tool, or a field is malformed.
+    """
+    if isinstance(tool, Tool):
+        definition = tool.tool_def
+    elif isinstance(tool, ToolDefinition):
+        definition = tool
+    else:
+        raise ConfigurationError(
+            f"tool_spec needs a pydantic_ai Tool or ToolDefinition, not {type(tool).__name__}; "
+            "wrap a plain function as Tool(function)"
+        )
+    paths = tuple(path_fields)
+    schema = definition.parameters_json_schema if with_schema else None
+    return ToolSpec(
+        name=definition.name,
+        side_effects=frozenset(side_effects),
+        path_fields=paths,
+        required_path_fields=paths if required_path_fields is None else tuple(required_path_fields),
+        cwd_field=cwd_field,
+        content_fields=tuple(content_fields),
+        schema=schema or None,
+    )
