@@ -5,8 +5,9 @@ Two capabilities, usable together or apart, plus a host for direct model use:
 * **Turn governance** — :class:`GovernorCapability` (``wrap_model_request``) decides every
   model request of a run. A forced route narrows the request to the one chosen tool
   (``function_tools=[chosen]``, ``allow_text_output=False``) *and* names it
-  (``tool_choice=[name]``, ``parallel_tool_calls=False``), which OpenAI-compatible models
-  send as ``{"type": "function", "function": {"name": ...}}``; a prose turn offers no
+  (``tool_choice=[name]``, ``parallel_tool_calls=False``), which an OpenAI-compatible model
+  sends as ``tools=[chosen]``, ``tool_choice="required"``, ``parallel_tool_calls=false``
+  (one tool offered, a call required, one call at most); a prose turn offers no
   function tool and sets ``tool_choice="none"``; the passthrough hands the request on
   untouched. The reply is read back with ``ModelResponse.tool_calls`` before the loop's
   tool step: a reply that disobeys raises :class:`~jevqueue.errors.ProviderDisobeyedError`
@@ -25,12 +26,11 @@ Two capabilities, usable together or apart, plus a host for direct model use:
 
 What Pydantic AI cannot force, and what the plugin does about it:
 
-* **A model class without named forcing cannot force one tool.** Pydantic AI turns
-  ``tool_choice=[name]`` into a named choice only where the provider supports it; where it
-  does not (some profiles, ``'required'`` with thinking on Anthropic, Cohere and Mistral)
-  it falls back to sending only that tool with ``tool_choice="auto"``, and a model may
-  then answer in prose. The narrowing still holds — no other tool is offered — and the
-  read-back blocks a prose answer or a second call.
+* **A model class without tool forcing cannot force one tool.** Where Pydantic AI's
+  model profile says the provider cannot require a tool call (for instance Anthropic with
+  thinking on), it sends ``tool_choice="auto"`` instead, and the model may answer in
+  prose. The narrowing still holds — no other tool is offered — and the read-back blocks
+  a prose answer or a second call.
 * **It cannot stop a server that ignores tool_choice** (many local OpenAI-compatible
   servers do): the read-back raises ``ProviderDisobeyedError`` and nothing executes, so
   such a turn fails closed instead of being forced.

@@ -6,9 +6,12 @@ may end the turn). :func:`governed_request` returns the three for one mode:
 
 * **forced** (``force_tool`` set): the parameters are narrowed to the one chosen tool
   (``function_tools=[chosen]``, ``allow_text_output=False``) and the settings name it
-  (``tool_choice=[name]``, ``parallel_tool_calls=False``); the model class turns that into
-  its provider's named choice (``{"type": "function", "function": {"name": ...}}`` for
-  OpenAI-compatible models). The directive is appended to a copy of the messages.
+  (``tool_choice=[name]``, ``parallel_tool_calls=False``). Pydantic AI folds a choice that
+  names every offered tool into ``"required"``, so an OpenAI-compatible model receives
+  ``tools=[chosen]``, ``tool_choice="required"``, ``parallel_tool_calls=false``: it must
+  call a tool, exactly one, and only one is offered (a form that servers without named
+  choices, llama.cpp among them, also honour). The directive is appended to a copy of the
+  messages.
 * **prose** (``force_tool=None``, a directive): no function tool is offered and the
   settings forbid them (``tool_choice="none"``); output tools stay, so an agent with a
   structured output type can still give its answer.

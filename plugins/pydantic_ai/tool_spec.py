@@ -38,7 +38,8 @@ def tool_spec(
         A :class:`~jevqueue.registry.ToolSpec` named ``tool.name``.
 
     Raises:
-        ConfigurationError: ``tool`` is not a Pydantic AI tool, or a field is malformed.
+        ConfigurationError: ``tool`` is not a Pydantic AI tool, a field is not one of its
+            parameters, or a field is malformed.
     """
     if isinstance(tool, Tool):
         definition = tool.tool_def
@@ -50,13 +51,24 @@ def tool_spec(
             "wrap a plain function as Tool(function)"
         )
     paths = tuple(path_fields)
+    required = paths if required_path_fields is None else tuple(required_path_fields)
+    contents = tuple(content_fields)
+    parameters = set((definition.parameters_json_schema or {}).get("properties") or {})
+    named = [*paths, *required, *((cwd_field,) if cwd_field else ())]
+    named += [str(field).split("/", 1)[0] for field in contents]
+    unknown = sorted({str(field) for field in named if field not in parameters})
+    if unknown:
+        raise ConfigurationError(
+            f"tool {definition.name!r}: {unknown} are not parameters of the tool (it has "
+            f"{sorted(parameters)}); name path, cwd and content fields by their parameter names"
+        )
     schema = definition.parameters_json_schema if with_schema else None
     return ToolSpec(
         name=definition.name,
         side_effects=frozenset(side_effects),
         path_fields=paths,
-        required_path_fields=paths if required_path_fields is None else tuple(required_path_fields),
+        required_path_fields=required,
         cwd_field=cwd_field,
-        content_fields=tuple(content_fields),
+        content_fields=contents,
         schema=schema or None,
     )

@@ -102,7 +102,9 @@ class TestPydanticAIConformance(PluginConformance):
             seen.append(request)
             return "done"
 
-        scripted = ScriptedModel([tool_call(call.tool.name, call.arguments, call_id=call_id), after])
+        scripted = ScriptedModel(
+            [tool_call(call.tool.name, call.arguments, call_id=call_id), after]
+        )
         policy = PolicyCapability(pep=call.pep, specs=specs_for(call.tools), context=call.context)
         agent = build_agent(scripted.model, call.tools, policy=policy)
         result = agent.run_sync("Go ahead.")
