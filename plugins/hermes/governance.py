@@ -40,7 +40,7 @@ class HermesGovernance:
 
     Args:
         agent: The ``AIAgent``; its ``session_id`` scopes the callbacks and its
-            ``is_interrupted()`` is the interrupt flag.
+            ``is_interrupted`` is the interrupt flag.
         governor: The governor; ``None`` governs no model call (policy only).
         pep: The policy enforcement point; ``None`` judges no tool call (governor only).
         specs: One declaration per tool the agent has (required with ``pep``).

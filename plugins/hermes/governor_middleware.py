@@ -13,7 +13,7 @@ For each call it decides the path and sends one of three bodies: a forced route 
 turn adds ``tool_choice: "none"``; the passthrough hands Hermes' request on unchanged. The
 reply is read back through Hermes' own response normaliser (the chat-completions
 transport's ``normalize_response``) — what the agent loop itself will see. The agent's
-interrupt flag (``AIAgent.is_interrupted()``) is read after the decision, before the call.
+interrupt flag (``AIAgent.is_interrupted``) is read after the decision, before the call.
 
 Hermes is fail-open around middleware: an exception raised by an execution middleware
 before it calls the provider makes Hermes call the provider itself, ungoverned, and one
@@ -125,6 +125,13 @@ class _CallHost:
         return bool(self.interrupt()) if self.interrupt is not None else False
 
 
+def _interrupt_flag(agent: Any) -> bool:
+    # ``AIAgent.is_interrupted`` is a property (the ``_interrupt_requested`` flag that
+    # ``AIAgent.interrupt()`` sets); accept a method too.
+    flag = getattr(agent, "is_interrupted", False)
+    return bool(flag() if callable(flag) else flag)
+
+
 class GovernorMiddleware:
     """Runs the governor on every model call of one Hermes ``AIAgent``.
 
@@ -137,7 +144,7 @@ class GovernorMiddleware:
             latest decision.
         agent: The agent governed. Hermes middleware is process-wide: calls of other
             agents (another ``session_id``) pass through untouched. Its
-            ``is_interrupted()`` is the interrupt flag. ``None`` governs every agent's
+            ``is_interrupted`` is the interrupt flag. ``None`` governs every agent's
             calls and reads no flag.
         directive_role: The role of the appended directive message; ``"user"`` for
             servers whose chat template rejects a second system message.
@@ -183,13 +190,12 @@ class GovernorMiddleware:
         agent = self.agent
         if agent is not None and session_id != (getattr(agent, "session_id", "") or ""):
             return next_call(request)  # another agent's call
-        interrupt = getattr(agent, "is_interrupted", None) if agent is not None else None
         host = _CallHost(
             request=request,
             next_call=next_call,
             api_mode=api_mode or CHAT_COMPLETIONS,
             directive_role=self.directive_role,
-            interrupt=interrupt if callable(interrupt) else None,
+            interrupt=(lambda: _interrupt_flag(agent)) if agent is not None else None,
         )
         try:
             return self.governor.step(host)

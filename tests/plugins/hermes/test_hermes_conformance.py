@@ -20,6 +20,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
+
+pytest.importorskip(
+    "run_agent",
+    reason="Hermes Agent is not installed here: it runs in its own venv (make test builds it; "
+    'pip install "jevqueue[hermes]")',
+)
+
 from agent.transports import get_transport
 from hermes_cli.middleware import run_llm_execution_middleware
 from hermes_cli.plugins import get_plugin_manager
@@ -87,8 +95,9 @@ def run_tools(response: Any, guard: PolicyGuard) -> list[str]:
     """Hermes' dispatcher over the reply's calls, with the guard's hook and gate installed."""
     normalized = get_transport("chat_completions").normalize_response(response)
     results = []
-    with installed("hook", "pre_tool_call", guard.pre_tool_call), installed(
-        "middleware", "tool_execution", guard.tool_execution
+    with (
+        installed("hook", "pre_tool_call", guard.pre_tool_call),
+        installed("middleware", "tool_execution", guard.tool_execution),
     ):
         for call in normalized.tool_calls or []:
             results.append(
@@ -128,7 +137,9 @@ class TestHermesConformance(PluginConformance):
             (call.name, json.loads(call.arguments)) for call in normalized.tool_calls or []
         )
         return TurnOutcome(
-            text=normalized.content or "", tool_calls=calls, model_id=getattr(response, "model", None)
+            text=normalized.content or "",
+            tool_calls=calls,
+            model_id=getattr(response, "model", None),
         )
 
     def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
