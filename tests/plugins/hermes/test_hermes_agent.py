@@ -238,3 +238,23 @@ def test_an_undeclared_tool_is_refused_when_governance_is_built(setup: Setup) ->
             HermesGovernance(agent)
         with pytest.raises(ConfigurationError, match="session_id"):
             HermesGovernance(object(), governor=governor())
+
+
+def test_registered_from_a_hermes_plugin_context_it_governs_the_same_way(setup: Setup) -> None:
+    from hermes_cli.plugins import PluginContext, PluginManifest, get_plugin_manager
+
+    manager = get_plugin_manager()
+    steps = [tool_reply("get_weather", {"city": "Lisbon"}), text_reply("Sunny.")]
+    with RecordingChatServer(steps) as server:
+        agent = hermes_agent(server.base_url)
+        governance = setup.governance(agent)
+        governance.register(PluginContext(PluginManifest(name="jevqueue"), manager))
+        try:
+            agent.run_conversation("What is the weather in Lisbon?")
+        finally:
+            governance.uninstall()
+    assert server.requests[0]["tool_choice"]["function"]["name"] == "get_weather"
+    assert setup.tool("get_weather").calls == [{"city": "Lisbon"}]
+    assert setup.audit.results == ["ALLOW"]
+    assert governance.guard is not None
+    assert governance.guard.pre_tool_call not in manager._hooks.get("pre_tool_call", [])
