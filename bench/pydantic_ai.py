@@ -6,12 +6,14 @@ answer takes ``--latency`` seconds, 1 ms by default) and the same three tools:
 * **ungoverned** — ``Agent(model, tools=[...])``;
 * **governed** — the same agent with ``GovernorCapability(Governor())`` (lexical ballot)
   and ``PolicyCapability`` over the default policy, auditing every decision to the
-  hash-chained SQLite log (``SQLiteAuditLog``).
+  hash-chained SQLite log (``SQLiteAuditLog``);
+* **two empty capabilities** — the same agent with two capabilities that override
+  nothing: what Pydantic AI's own capability dispatch costs, before jevqueue does anything.
 
 One run is a user request, a model request that calls ``read_file``, the tool, and a
-model request that answers: two model requests. After a warm-up, runs alternate between
-the agents (which goes first alternates too), in several repetitions. Each repetition
-reports the ratio governed over ungoverned of the median run; the summary gives the median
+model request that answers: two model requests. After a warm-up, runs rotate between the
+three agents (which goes first rotates too), in several repetitions. Each repetition
+reports the ratios of the median run over the ungoverned median; the summary gives the median
 and the range over repetitions, and the load average before and after. At the end the run
 checks that the governed agent really governed: every first request forced, one audit
 record per tool call, the audit chain verified.
@@ -48,6 +50,7 @@ from jevqueue.plugins.pydantic_ai import (  # noqa: E402
     tool_spec,
 )
 from pydantic_ai import Agent, Tool  # noqa: E402
+from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
@@ -119,12 +122,17 @@ async def _run(agent: Any) -> float:
     return elapsed
 
 
-async def _pair(plain: Any, governed: Any, index: int) -> tuple[float, float]:
-    if index % 2:
-        governed_time = await _run(governed)
-        return await _run(plain), governed_time
-    plain_time = await _run(plain)
-    return plain_time, await _run(governed)
+class EmptyCapability(AbstractCapability[Any]):
+    """A capability that overrides nothing."""
+
+
+async def _round(agents: list[Any], index: int) -> list[float]:
+    """One run of each agent; the order rotates with ``index``."""
+    times = [0.0] * len(agents)
+    for step in range(len(agents)):
+        which = (index + step) % len(agents)
+        times[which] = await _run(agents[which])
+    return times
 
 
 async def main() -> None:
@@ -142,9 +150,14 @@ async def main() -> None:
     plain = Agent(plain_model.model, tools=tools)
     governed_model = ScriptedLatencyModel(args.latency)
     governed, sink = governed_agent(governed_model.model, tools, workspace)
+    empty_model = ScriptedLatencyModel(args.latency)
+    empty = Agent(
+        empty_model.model, tools=tools, capabilities=[EmptyCapability(), EmptyCapability()]
+    )
+    agents = [plain, governed, empty]
 
     for index in range(args.warmup):
-        await _pair(plain, governed, index)
+        await _round(agents, index)
     gc.collect()
     gc.freeze()
 
@@ -154,26 +167,32 @@ async def main() -> None:
         f"{args.latency * 1e3:g} ms, 2 model requests per run, SQLite audit log; "
         f"load average {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}"
     )
-    print("rep  ungoverned median  governed median  overhead  ratio (median)")
+    print(
+        "rep  ungoverned median  governed median  overhead  ratio (median)  "
+        "empty-capabilities ratio"
+    )
     ratios: list[float] = []
+    empty_ratios: list[float] = []
     for rep in range(args.repeats):
-        base: list[float] = []
-        gov: list[float] = []
+        samples: list[list[float]] = [[], [], []]
         for index in range(args.runs):
-            plain_time, governed_time = await _pair(plain, governed, index)
-            base.append(plain_time)
-            gov.append(governed_time)
-        base_median, gov_median = statistics.median(base), statistics.median(gov)
+            for arm, elapsed in enumerate(await _round(agents, index)):
+                samples[arm].append(elapsed)
+        base_median, gov_median, empty_median = (statistics.median(s) for s in samples)
         ratios.append(gov_median / base_median)
+        empty_ratios.append(empty_median / base_median)
         print(
             f"{rep + 1:>3}  {base_median * 1e3:>14.2f} ms  {gov_median * 1e3:>12.2f} ms  "
-            f"{(gov_median - base_median) * 1e3:>5.2f} ms  {ratios[-1]:>14.3f}"
+            f"{(gov_median - base_median) * 1e3:>5.2f} ms  {ratios[-1]:>14.3f}  "
+            f"{empty_ratios[-1]:>24.3f}"
         )
     load_after = os.getloadavg()
     print(
         f"ratio governed/ungoverned, median of {args.repeats} repetitions: "
         f"{statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f}); "
-        f"load average after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}"
+        f"two empty capabilities: {statistics.median(empty_ratios):.3f} (range "
+        f"{min(empty_ratios):.3f}-{max(empty_ratios):.3f}); load average after "
+        f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}"
     )
     total = args.warmup + args.repeats * args.runs
     if governed_model.requests != 2 * total or governed_model.forced != total:
