@@ -197,3 +197,23 @@ def test_bad_configuration_is_a_typed_error(workspace: Workspace) -> None:
         tool_spec(lambda: None, side_effects={"network"})  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError):
         tool_spec(workspace.tools[0], side_effects={"file_write"}, path_fields=("Nope",))
+
+
+def test_a_check_that_fails_denies_the_call(workspace: Workspace) -> None:
+    class Broken:
+        def enforce(self, action: Any, records: Any = ()) -> Any:
+            raise RuntimeError("the policy store is unreachable")
+
+    seen: list[ModelCall] = []
+    scripted = ScriptedModel(
+        [
+            tool_call("write_to_file", {"TargetFile": "notes.txt", "CodeContent": "x"}),
+            lambda call: seen.append(call) or "Could not.",
+        ]
+    )
+    policy = PolicyCapability(pep=Broken(), specs=workspace.specs, context=workspace.context)
+    agent = Agent(scripted.model, tools=workspace.tools, capabilities=[policy])
+    agent.run_sync("Write notes")
+    assert workspace.written == []
+    denial = last_part(seen[0])
+    assert isinstance(denial, RetryPromptPart) and "could not complete" in denial.model_response()
