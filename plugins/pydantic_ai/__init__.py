@@ -39,6 +39,9 @@ What Pydantic AI cannot force, and what the plugin does about it:
   counts function tools only.
 * **Interrupts cannot be consulted**: Pydantic AI cancels a run by cancelling its task, so
   there is no flag to read; ``GovernorCapability(interrupted=...)`` takes one of your own.
+* **A streamed reply cannot be recalled**: in ``run_stream`` / ``run_stream_events`` the
+  events of a disobeying reply reach the caller before the read-back blocks it; none of
+  its calls runs.
 * **A denial spends a retry**: ``ModelRetry`` counts against the tool's ``retries``; a
   model that insists past them ends the run with Pydantic AI's ``UnexpectedModelBehavior``
   (the tool still never ran).
