@@ -18,7 +18,8 @@ Two capabilities, usable together or apart, plus a host for direct model use:
   not run and the model reads the reason. A call that needs an explicit approval raises
   ``ApprovalRequired`` carrying the action digest; the run ends with
   ``DeferredToolRequests`` and resumes with :func:`approval_results`, whose approval
-  records the PEP checks against that call's digest.
+  records the PEP checks against that call's digest — or, with ``approvals=callable``,
+  asks inline and goes on.
 * **Direct use** — :class:`PydanticAIHost` / :class:`AsyncPydanticAIHost` are hosts over a
   ``Model``, messages and tool definitions, for callers who run no agent loop.
   :func:`openai_messages` is the projection of Pydantic AI's message parts into the
@@ -63,6 +64,7 @@ from jevqueue.plugins.pydantic_ai.model_host import AsyncPydanticAIHost, Pydanti
 from jevqueue.plugins.pydantic_ai.openai_forms import openai_messages, openai_tools
 from jevqueue.plugins.pydantic_ai.policy_capability import (
     APPROVALS_METADATA_KEY,
+    ApprovalRequest,
     PolicyCapability,
     approval_results,
 )
@@ -75,6 +77,7 @@ from jevqueue.plugins.pydantic_ai.tool_spec import tool_spec
 
 __all__ = [
     "APPROVALS_METADATA_KEY",
+    "ApprovalRequest",
     "AsyncPydanticAIHost",
     "GovernorCapability",
     "PolicyCapability",

@@ -24,7 +24,9 @@ arguments is refused before evaluation), asks the PEP (audited) and then:
   the PEP checks they are bound to that call's digest. Pydantic AI's own approval
   (``True``, ``ToolApproved()``) is never enough on its own, and an approved call whose
   arguments were changed (``override_args``) has another digest, so its approval does
-  not match.
+  not match. With ``approvals=callable`` the capability asks inline instead
+  (``handle_deferred_tool_calls``): the run goes on with the records the callable returns,
+  or pauses as above when it returns none.
 
 Every tool the agent has must be declared (``specs=``, see :func:`tool_spec`): tools
 passed to ``Agent(tools=...)`` are checked when the agent is built, any other toolset's
@@ -35,7 +37,7 @@ tools when a run prepares its tools, before the model is called; an undeclared t
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +65,7 @@ from jevqueue.plugins.pydantic_ai._framework import (
 from jevqueue.registry import ToolRegistry, ToolSpec
 from jevqueue.verdict import VerdictKind
 
-__all__ = ["APPROVALS_METADATA_KEY", "PolicyCapability", "approval_results"]
+__all__ = ["APPROVALS_METADATA_KEY", "ApprovalRequest", "PolicyCapability", "approval_results"]
 
 APPROVALS_METADATA_KEY = "jevqueue_approvals"
 """The key of ``DeferredToolResults.metadata[call_id]`` that carries approval records."""
@@ -93,6 +95,10 @@ class PolicyCapability(AbstractCapability[Any]):
         specs: One declaration per tool (:func:`~jevqueue.plugins.pydantic_ai.tool_spec`).
         context: The execution context (an ``ExecutionContext`` or a mapping of its
             fields); validated now, so a bad context fails here.
+        approvals: Who approves inline: called with an :class:`ApprovalRequest` for each
+            call awaiting approval, it returns ``ApprovalRecord`` s (the run goes on, and
+            the PEP checks them) or ``None`` (the run pauses with ``DeferredToolRequests``,
+            as without a callback).
 
     Raises:
         ConfigurationError: ``pep`` has no ``enforce`` method, or a spec is not a ToolSpec.
@@ -105,6 +111,7 @@ class PolicyCapability(AbstractCapability[Any]):
         pep: Any,
         specs: Iterable[ToolSpec],
         context: ExecutionContext | Mapping[str, Any],
+        approvals: Callable[[ApprovalRequest], Any] | None = None,
     ) -> None:
         super().__init__()
         if not callable(getattr(pep, "enforce", None)):
@@ -122,6 +129,7 @@ class PolicyCapability(AbstractCapability[Any]):
         self.pep = pep
         self.registry = ToolRegistry(specs)
         self.context = ExecutionContext.coerce(context)
+        self.approvals = approvals
 
     # --- declarations ---------------------------------------------------------------
 
@@ -146,6 +154,33 @@ class PolicyCapability(AbstractCapability[Any]):
         if undeclared:
             raise ConfigurationError(_undeclared_message(undeclared))
         return tool_defs
+
+    # --- inline approvals -------------------------------------------------------------
+
+    async def handle_deferred_tool_calls(
+        self, ctx: RunContext[Any], *, requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
+        """Ask the ``approvals`` callback for records for each call this capability paused."""
+        if self.approvals is None:
+            return None
+        approvals: dict[str, Any] = {}
+        metadata: dict[str, dict[str, Any]] = {}
+        for call in requests.approvals:
+            asked = requests.metadata.get(call.tool_call_id) or {}
+            digest = asked.get("action_digest")
+            if not isinstance(digest, str):
+                continue  # paused by something else: not ours to answer
+            action = Action.build(self.registry, call.tool_name, call.args_as_dict(), self.context)
+            if action.digest != digest:
+                continue  # not the call that was judged: leave it paused
+            request = ApprovalRequest(action=action, reasons=tuple(asked.get("reasons") or ()))
+            records = _answer(self.approvals(request))
+            if records:
+                approvals[call.tool_call_id] = ToolApproved()
+                metadata[call.tool_call_id] = {APPROVALS_METADATA_KEY: records}
+        if not approvals:
+            return None
+        return DeferredToolResults(approvals=approvals, metadata=metadata)
 
     # --- the check ------------------------------------------------------------------
 
@@ -256,6 +291,34 @@ class PolicyCapability(AbstractCapability[Any]):
                 refusal=f"jevqueue denied the call to {tool!r}: {why}; the call was not run"
             )
         return _Judgement(arguments=copy.deepcopy(dict(action.arguments)))
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What the inline approver is shown: the canonical action and why it needs approval."""
+
+    action: Action
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def action_digest(self) -> str:
+        """The digest an approval record must be bound to."""
+        return self.action.digest
+
+
+def _answer(answer: Any) -> tuple[ApprovalRecord, ...]:
+    if answer is None:
+        return ()
+    if isinstance(answer, ApprovalRecord):
+        return (answer,)
+    records = tuple(answer)
+    for record in records:
+        if not isinstance(record, ApprovalRecord):
+            raise ConfigurationError(
+                "an approval callback must return ApprovalRecord(s) or None, not "
+                f"{type(record).__name__}"
+            )
+    return records
 
 
 def _records(metadata: Any) -> tuple[ApprovalRecord, ...]:

@@ -217,3 +217,71 @@ def test_a_check_that_fails_denies_the_call(workspace: Workspace) -> None:
     assert workspace.written == []
     denial = last_part(seen[0])
     assert isinstance(denial, RetryPromptPart) and "could not complete" in denial.model_response()
+
+
+def test_an_inline_approver_lets_the_command_run_once_without_a_pause(
+    workspace: Workspace,
+) -> None:
+    asked: list[str] = []
+
+    def approve(request: Any) -> Any:
+        asked.append(request.action_digest)
+        assert request.action.tool == "run_command"
+        return workspace.authority.issue(request.action_digest)
+
+    command = {"CommandLine": "ls", "Cwd": str(workspace.root)}
+    scripted = ScriptedModel([tool_call("run_command", command), "Listed."])
+    policy = PolicyCapability(
+        pep=workspace.pep, specs=workspace.specs, context=workspace.context, approvals=approve
+    )
+    agent = Agent(
+        scripted.model,
+        tools=workspace.tools,
+        output_type=[str, DeferredToolRequests],
+        capabilities=[policy],
+    )
+    result = agent.run_sync("List the files")
+    assert result.output == "Listed."
+    assert workspace.commands == ["ls"] and len(asked) == 1
+
+
+def test_an_inline_approver_that_gives_nothing_leaves_the_run_paused(
+    workspace: Workspace,
+) -> None:
+    command = {"CommandLine": "ls", "Cwd": str(workspace.root)}
+    scripted = ScriptedModel([tool_call("run_command", command)])
+    policy = PolicyCapability(
+        pep=workspace.pep,
+        specs=workspace.specs,
+        context=workspace.context,
+        approvals=lambda request: None,
+    )
+    agent = Agent(
+        scripted.model,
+        tools=workspace.tools,
+        output_type=[str, DeferredToolRequests],
+        capabilities=[policy],
+    )
+    assert isinstance(agent.run_sync("List the files").output, DeferredToolRequests)
+    assert workspace.commands == []
+
+
+def test_an_inline_record_for_another_action_is_denied_not_run(workspace: Workspace) -> None:
+    command = {"CommandLine": "ls", "Cwd": str(workspace.root)}
+    scripted = ScriptedModel([tool_call("run_command", command), "Not run."])
+    policy = PolicyCapability(
+        pep=workspace.pep,
+        specs=workspace.specs,
+        context=workspace.context,
+        approvals=lambda request: workspace.authority.issue("sha256:" + "1" * 64),
+    )
+    agent = Agent(
+        scripted.model,
+        tools=workspace.tools,
+        output_type=[str, DeferredToolRequests],
+        capabilities=[policy],
+    )
+    assert agent.run_sync("List the files").output == "Not run."
+    assert workspace.commands == []
+    denial = scripted.requests[-1].history[-1].parts[-1]
+    assert isinstance(denial, RetryPromptPart) and "does not" in denial.model_response()

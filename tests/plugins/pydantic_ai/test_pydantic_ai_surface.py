@@ -11,6 +11,7 @@ import jevqueue.plugins.pydantic_ai as plugin
 def test_public_names_are_pinned() -> None:
     assert sorted(plugin.__all__) == [
         "APPROVALS_METADATA_KEY",
+        "ApprovalRequest",
         "AsyncPydanticAIHost",
         "GovernorCapability",
         "PolicyCapability",
