@@ -65,6 +65,7 @@ from jevqueue.plugins.pydantic_ai.openai_forms import openai_messages, openai_to
 from jevqueue.plugins.pydantic_ai.policy_capability import (
     APPROVALS_METADATA_KEY,
     ApprovalRequest,
+    Judgement,
     PolicyCapability,
     approval_results,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "ApprovalRequest",
     "AsyncPydanticAIHost",
     "GovernorCapability",
+    "Judgement",
     "PolicyCapability",
     "PydanticAIHost",
     "approval_results",

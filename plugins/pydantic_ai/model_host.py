@@ -16,7 +16,7 @@ caller's business, judged first with :class:`~jevqueue.plugins.pydantic_ai.Polic
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from jevqueue.errors import ConfigurationError
@@ -66,7 +66,7 @@ class PydanticAIHost:
         *,
         settings: ModelSettings | None = None,
         parameters: ModelRequestParameters | None = None,
-        interrupted: Any = None,
+        interrupted: Callable[[], bool] | None = None,
     ) -> None:
         tools = list(tools)
         for tool in tools:

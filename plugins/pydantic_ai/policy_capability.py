@@ -65,7 +65,13 @@ from jevqueue.plugins.pydantic_ai._framework import (
 from jevqueue.registry import ToolRegistry, ToolSpec
 from jevqueue.verdict import VerdictKind
 
-__all__ = ["APPROVALS_METADATA_KEY", "ApprovalRequest", "PolicyCapability", "approval_results"]
+__all__ = [
+    "APPROVALS_METADATA_KEY",
+    "ApprovalRequest",
+    "Judgement",
+    "PolicyCapability",
+    "approval_results",
+]
 
 APPROVALS_METADATA_KEY = "jevqueue_approvals"
 """The key of ``DeferredToolResults.metadata[call_id]`` that carries approval records."""
@@ -79,8 +85,15 @@ def _undeclared_message(names: Sequence[str]) -> str:
 
 
 @dataclass(frozen=True)
-class _Judgement:
-    """What the check decided for one call: run it, ask for an approval, or refuse it."""
+class Judgement:
+    """What the check decided for one call: run it, ask for an approval, or refuse it.
+
+    Attributes:
+        arguments: The judged arguments to run the call with (a private copy), when allowed.
+        ask: The approval request's metadata (``action_digest``, ``tool``, ``reasons``),
+            when the call needs an explicit approval.
+        refusal: What the model is told, when the call is refused.
+    """
 
     arguments: dict[str, Any] | None = None
     ask: dict[str, Any] | None = None
@@ -213,7 +226,7 @@ class PolicyCapability(AbstractCapability[Any]):
         *,
         approved: bool = False,
         records: Sequence[ApprovalRecord] = (),
-    ) -> _Judgement:
+    ) -> Judgement:
         """Decide one call. Never raises an ``Exception``: a failed check is a refusal.
 
         Args:
@@ -225,7 +238,7 @@ class PolicyCapability(AbstractCapability[Any]):
         try:
             return self._judge(tool, arguments, approved, records)
         except Exception as exc:  # fail closed: a failed check is a denial
-            return _Judgement(
+            return Judgement(
                 refusal=(
                     f"jevqueue denied the call to {tool!r}: the policy check could not complete "
                     f"({type(exc).__name__}: {exc}); the call was not run"
@@ -238,7 +251,7 @@ class PolicyCapability(AbstractCapability[Any]):
         arguments: Mapping[str, Any],
         approved: bool,
         records: Sequence[ApprovalRecord],
-    ) -> _Judgement:
+    ) -> Judgement:
         # The PEP judges a private copy; the tool gets another copy of exactly that.
         judged = copy.deepcopy(dict(arguments))
         try:
@@ -247,7 +260,7 @@ class PolicyCapability(AbstractCapability[Any]):
             audit = getattr(self.pep, "audit_rejection", None)
             if callable(audit):
                 audit(tool, self.context, rejected)
-            return _Judgement(
+            return Judgement(
                 refusal=(
                     f"jevqueue denied the call to {tool!r}: it was refused before evaluation: "
                     f"{rejected}; the call was not run"
@@ -257,7 +270,7 @@ class PolicyCapability(AbstractCapability[Any]):
             verdict = self.pep.enforce(action, tuple(records))
         except UnfulfilledObligationError as pending:
             if approved:
-                return _Judgement(
+                return Judgement(
                     refusal=(
                         f"jevqueue denied the call to {tool!r}: the approval given does not "
                         f"authorise this exact action ({action.digest}): "
@@ -265,7 +278,7 @@ class PolicyCapability(AbstractCapability[Any]):
                         + "; the call was not run"
                     )
                 )
-            return _Judgement(
+            return Judgement(
                 ask={
                     "action_digest": action.digest,
                     "tool": tool,
@@ -274,11 +287,11 @@ class PolicyCapability(AbstractCapability[Any]):
             )
         except PolicyDeniedError as denied:
             why = "; ".join(denied.verdict.reasons) or "the policy denied it"
-            return _Judgement(
+            return Judgement(
                 refusal=f"jevqueue denied the call to {tool!r}: {why}; the call was not run"
             )
         if verdict.kind is VerdictKind.REPAIR:
-            return _Judgement(
+            return Judgement(
                 refusal=(
                     f"jevqueue denied the call to {tool!r}: the policy proposes a repaired call "
                     f"instead, which was not run: {dict(verdict.repaired or {})!r}; resubmit "
@@ -287,10 +300,10 @@ class PolicyCapability(AbstractCapability[Any]):
             )
         if not verdict.allowed:
             why = "; ".join(verdict.reasons) or "the policy did not allow it"
-            return _Judgement(
+            return Judgement(
                 refusal=f"jevqueue denied the call to {tool!r}: {why}; the call was not run"
             )
-        return _Judgement(arguments=copy.deepcopy(dict(action.arguments)))
+        return Judgement(arguments=copy.deepcopy(dict(action.arguments)))
 
 
 @dataclass(frozen=True)

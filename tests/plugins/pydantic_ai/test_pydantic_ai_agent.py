@@ -285,3 +285,16 @@ def test_an_inline_record_for_another_action_is_denied_not_run(workspace: Worksp
     assert workspace.commands == []
     denial = scripted.requests[-1].history[-1].parts[-1]
     assert isinstance(denial, RetryPromptPart) and "does not" in denial.model_response()
+
+
+def test_judge_decides_a_call_for_callers_who_run_tools_themselves(workspace: Workspace) -> None:
+    policy = PolicyCapability(pep=workspace.pep, specs=workspace.specs, context=workspace.context)
+    arguments = {"TargetFile": "notes.txt", "CodeContent": "hi"}
+    allowed = policy.judge("write_to_file", arguments)
+    assert allowed.arguments == arguments and allowed.arguments is not arguments
+    denied = policy.judge("write_to_file", {"TargetFile": "/etc/passwd", "CodeContent": "x"})
+    assert denied.arguments is None and "jevqueue denied" in (denied.refusal or "")
+    asked = policy.judge("run_command", {"CommandLine": "ls", "Cwd": str(workspace.root)})
+    assert asked.ask is not None and asked.ask["action_digest"].startswith("sha256:")
+    unknown = policy.judge("format_disk", {})
+    assert "refused before evaluation" in (unknown.refusal or "")

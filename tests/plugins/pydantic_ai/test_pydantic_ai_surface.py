@@ -14,6 +14,7 @@ def test_public_names_are_pinned() -> None:
         "ApprovalRequest",
         "AsyncPydanticAIHost",
         "GovernorCapability",
+        "Judgement",
         "PolicyCapability",
         "PydanticAIHost",
         "approval_results",
