@@ -298,3 +298,16 @@ def test_judge_decides_a_call_for_callers_who_run_tools_themselves(workspace: Wo
     assert asked.ask is not None and asked.ask["action_digest"].startswith("sha256:")
     unknown = policy.judge("format_disk", {})
     assert "refused before evaluation" in (unknown.refusal or "")
+
+
+def test_a_model_that_insists_on_a_denied_call_ends_the_run_and_nothing_ran(
+    workspace: Workspace,
+) -> None:
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+    outside = {"TargetFile": "/etc/passwd", "CodeContent": "x"}
+    scripted = ScriptedModel([tool_call("write_to_file", outside) for _ in range(3)])
+    with pytest.raises(UnexpectedModelBehavior):
+        workspace.agent(scripted).run_sync("Overwrite /etc/passwd")
+    assert workspace.written == []
+    assert workspace.audit.results.count("DENY") >= 2

@@ -186,3 +186,26 @@ def test_the_scripted_model_fails_loudly_on_an_unexpected_request() -> None:
         Agent(scripted.model).run_sync("hi")
     with pytest.raises(AssertionError, match="unexpected"):
         scripted.assert_complete()
+
+
+def test_a_prose_turn_keeps_the_output_tools_of_a_structured_output_type() -> None:
+    from pydantic import BaseModel
+
+    class Forecast(BaseModel):
+        city: str
+        sky: str
+
+    scripted = ScriptedModel([tool_call("final_result", {"city": "Oslo", "sky": "clear"})])
+    gov = governor()  # every function tool scores 0: the prose path
+    agent = Agent(
+        scripted.model,
+        tools=[weather, files],
+        output_type=Forecast,
+        capabilities=[GovernorCapability(gov)],
+    )
+    result = agent.run_sync("Describe the sky.")
+    assert gov.last.path is Path.PROSE
+    (call,) = scripted.requests
+    assert call.tools == () and call.tool_choice == "none"
+    assert call.output_tools == ("final_result",)
+    assert result.output == Forecast(city="Oslo", sky="clear")
