@@ -14,7 +14,8 @@ Two capabilities, usable together or apart, plus a host for direct model use:
   and none of its calls runs. The directive goes onto a copy of the request's messages and
   never into the run's history; nothing of a forced request persists to the next one.
 * **Tool enforcement** — :class:`PolicyCapability` (``before_tool_execute``) judges every
-  call with the PEP (audited, fail closed). A denial is a ``ModelRetry``: the tool does
+  call with the PEP (audited, fail closed), and its ``wrap_tool_execute`` runs the tool
+  with exactly the judged arguments, once. A denial is a ``ModelRetry``: the tool does
   not run and the model reads the reason. A call that needs an explicit approval raises
   ``ApprovalRequired`` carrying the action digest; the run ends with
   ``DeferredToolRequests`` and resumes with :func:`approval_results`, whose approval

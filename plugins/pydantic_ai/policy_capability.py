@@ -12,8 +12,10 @@ validated arguments of each call, right before the tool function. For one call i
 the canonical :class:`~jevqueue.action.Action` (an unregistered tool or non-canonical
 arguments is refused before evaluation), asks the PEP (audited) and then:
 
-* **allow** — returns a private copy of the judged arguments, which is what the tool
-  function receives;
+* **allow** — returns a private copy of the judged arguments; its ``wrap_tool_execute``
+  then hands the tool function another copy of exactly those, and refuses a call whose
+  arguments something changed after the check (list this capability last, so that it
+  wraps the tool innermost);
 * **deny**, **repair**, or any failure inside the check — raises ``ModelRetry`` with the
   reason: the tool does not run, and the model reads the denial as the call's retry
   prompt (each denial counts against the tool's ``retries``);
@@ -143,6 +145,8 @@ class PolicyCapability(AbstractCapability[Any]):
         self.registry = ToolRegistry(specs)
         self.context = ExecutionContext.coerce(context)
         self.approvals = approvals
+        # The judged arguments of each allowed call, by call id, until the call runs.
+        self._judged: dict[str, tuple[str, dict[str, Any]]] = {}
 
     # --- declarations ---------------------------------------------------------------
 
@@ -217,7 +221,27 @@ class PolicyCapability(AbstractCapability[Any]):
         if judgement.refusal is not None:
             raise ModelRetry(judgement.refusal)
         assert judgement.arguments is not None
-        return judgement.arguments
+        self._judged[call.tool_call_id] = (call.tool_name, judgement.arguments)
+        return copy.deepcopy(judgement.arguments)
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: Callable[[dict[str, Any]], Any],
+    ) -> Any:
+        """Run the call only as it was judged: same tool, same arguments, once."""
+        judged = self._judged.pop(call.tool_call_id, None)
+        if judged is None or judged[0] != call.tool_name or judged[1] != args:
+            raise ModelRetry(
+                f"jevqueue denied the call to {call.tool_name!r}: it was not the call the "
+                "policy judged (its arguments changed after the check, or it was never "
+                "checked); the call was not run"
+            )
+        return await handler(copy.deepcopy(judged[1]))
 
     def judge(
         self,
