@@ -11,8 +11,12 @@ adds to it through ``ctx.register_hook`` / ``ctx.register_middleware`` in its
 ``register(ctx)``. :meth:`HermesGovernance.register` does exactly that, for use inside
 such a plugin. :meth:`HermesGovernance.install` adds the same three callbacks to the
 running process's plugin manager directly (and :meth:`uninstall` removes them), for an
-application that builds its agent in code; both callbacks act only on the given agent's
-session.
+application that builds its agent in code.
+
+The governor acts on the given agent's model calls only (its current ``session_id``); other
+agents' calls pass through. The policy guard judges every tool call in the process,
+subagents' included: a call it cannot attribute must not run unjudged. Agents that share a
+process therefore share one policy (one set of ``specs``).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ class HermesGovernance:
     """The governor and the PEP around one Hermes agent.
 
     Args:
-        agent: The ``AIAgent``; its ``session_id`` scopes the callbacks and its
+        agent: The ``AIAgent``; its ``session_id`` scopes the governor and its
             ``is_interrupted`` is the interrupt flag.
         governor: The governor; ``None`` governs no model call (policy only).
         pep: The policy enforcement point; ``None`` judges no tool call (governor only).
@@ -91,9 +95,9 @@ class HermesGovernance:
         if pep is not None:
             if context is None:
                 raise ConfigurationError("a pep needs an execution context: pass context=...")
-            self.guard = PolicyGuard(
-                pep=pep, specs=specs, context=context, approvals=approvals, session_id=session
-            )
+            # Every tool call of the process, not only this session's: hooks are process-wide,
+            # and a subagent's calls (another session) must not run unjudged.
+            self.guard = PolicyGuard(pep=pep, specs=specs, context=context, approvals=approvals)
             offered = sorted(getattr(agent, "valid_tool_names", ()) or ())
             undeclared = [name for name in offered if name not in self.guard.registry]
             if undeclared:

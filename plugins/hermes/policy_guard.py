@@ -98,8 +98,9 @@ class PolicyGuard:
         context: The execution context; validated now.
         approvals: Who approves calls that need an explicit approval. ``None`` refuses
             them, with a message naming the digest to approve.
-        session_id: Judge only this Hermes session's calls (hooks are process-wide);
-            ``None`` judges every call.
+        session_id: Judge only this Hermes session's calls; calls of every other session,
+            a subagent's included, then run unjudged, so set it only when another guard
+            covers them. ``None`` (the default) judges every call in the process.
 
     Attributes:
         outcomes: Every outcome, oldest first.

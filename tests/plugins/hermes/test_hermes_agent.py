@@ -258,3 +258,15 @@ def test_registered_from_a_hermes_plugin_context_it_governs_the_same_way(setup: 
     assert setup.audit.results == ["ALLOW"]
     assert governance.guard is not None
     assert governance.guard.pre_tool_call not in manager._hooks.get("pre_tool_call", [])
+
+
+def test_a_tool_call_of_another_session_is_judged_too(setup: Setup) -> None:
+    steps = [tool_reply("delete_file", {"path": "notes.txt"}), text_reply("Could not.")]
+    with RecordingChatServer(steps) as server:
+        governed = hermes_agent(server.base_url)
+        other = hermes_agent(server.base_url)  # a subagent, say: another session
+        with setup.governance(governed):
+            other.run_conversation("Delete notes.txt")
+    assert "tool_choice" not in server.requests[0]  # its model calls are not governed
+    assert setup.tool("delete_file").calls == []  # but its tool calls are judged
+    assert setup.audit.results == ["DENY"]
