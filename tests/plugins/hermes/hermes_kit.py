@@ -1,0 +1,47 @@
+"""What the Hermes tests share: suite tools registered with Hermes, a real agent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from jevqueue.plugins.hermes import tool_spec
+from jevqueue.testing.conformance import ConformanceTool
+from run_agent import AIAgent
+from tools.registry import registry
+
+TOOLSET = "jevqueue_tests"
+
+
+def register_tools(tools: Sequence[ConformanceTool]) -> list[Any]:
+    """Register each suite tool with Hermes' tool registry; return their declarations."""
+    for tool in tools:
+
+        def handler(args: dict[str, Any], _tool: ConformanceTool = tool, **_: Any) -> str:
+            return json.dumps({"result": _tool.run(args)})
+
+        schema = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+        registry.register(
+            name=tool.name, toolset=TOOLSET, schema=schema, handler=handler, override=True
+        )
+    return [
+        tool_spec(tool.name, side_effects=tool.side_effects, path_fields=tool.path_fields)
+        for tool in tools
+    ]
+
+
+def hermes_agent(base_url: str, **options: Any) -> AIAgent:
+    """A real Hermes agent on the test toolset only, quiet, no memory or context files."""
+    return AIAgent(
+        base_url=base_url,
+        api_key="test-key",
+        model="test-model",
+        enabled_toolsets=[TOOLSET],
+        quiet_mode=True,
+        skip_context_files=True,
+        skip_memory=True,
+        tool_delay=0,
+        max_iterations=4,
+        **options,
+    )
