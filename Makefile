@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean test-mcp2
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml setup.py
 demo: $(STAMP)
 	$(BIN)/jevqueue demo
 
-test: $(STAMP)
+test: $(STAMP) $(MCP2_STAMP) $(NPM_STAMP)
 	$(BIN)/python -m pytest -q
+	$(MAKE) --no-print-directory test-mcp2
 	$(MAKE) --no-print-directory lint
 
 # mypy cannot follow setuptools' folder renaming (core/ is installed as `jevqueue`),
@@ -36,5 +37,29 @@ bench: $(STAMP)
 	$(BIN)/python bench/routing.py
 	$(BIN)/python bench/policy.py
 
+# --- MCP: the second major, and the third-party servers the MCP tests run -------------
+# mcp 2.x cannot share .venv with crewai (crewai pins mcp<2), so a small second venv holds
+# the core, mcp 2.x and pytest; it also holds the Python reference servers
+# mcp-server-time and mcp-server-git (their current releases need mcp 2.x), which the MCP
+# tests of both venvs start as upstreams. The npm filesystem server goes under .npm-tools/.
+MCP2_VENV  := .venv-mcp2
+MCP2_BIN   := $(MCP2_VENV)/bin
+MCP2_STAMP := $(MCP2_VENV)/.installed
+NPM_STAMP  := .npm-tools/.installed
+
+$(MCP2_STAMP): pyproject.toml setup.py $(STAMP)
+	$(PYTHON) -m venv $(MCP2_VENV)
+	$(BIN)/uv pip install --quiet --python $(MCP2_BIN)/python -e . "mcp>=2.3,<3" \
+		"pytest>=8" "anyio>=4" "mcp-server-time" "mcp-server-git"
+	touch $(MCP2_STAMP)
+
+$(NPM_STAMP):
+	npm install --silent --no-audit --no-fund --prefix .npm-tools \
+		"@modelcontextprotocol/server-filesystem@2026.8.31"
+	touch $(NPM_STAMP)
+
+test-mcp2: $(MCP2_STAMP) $(NPM_STAMP)
+	$(MCP2_BIN)/python -m pytest -q -p no:cacheprovider tests/plugins/mcp
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(MCP2_VENV) .npm-tools build *.egg-info
