@@ -209,7 +209,9 @@ class CallJudge:
             return Judgement("run", action.tool, "", _forwarded(action), action, verdict)
         kind = verdict.kind
         if kind is VerdictKind.REPAIR and verdict.repaired is not None:
-            repaired = json.dumps(dict(verdict.repaired), sort_keys=True, ensure_ascii=False)
+            proposal = dict(verdict.repaired)
+            proposal = proposal.get("arguments", proposal)  # the arguments of the repaired call
+            repaired = json.dumps(proposal, sort_keys=True, ensure_ascii=False, default=str)
             message = (
                 f"Not run: jevqueue asks to resubmit {action.tool} with these arguments: "
                 f"{repaired} ({'; '.join(verdict.reasons)})"
