@@ -8,14 +8,16 @@ major (``_relay_v1`` for ``mcp`` 1.x, ``_relay_v2`` for 2.x); the judging is sha
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 from jevqueue.context import ExecutionContext
-from jevqueue.errors import ConfigurationError, JevRuntimeError
+from jevqueue.errors import ConfigurationError, JevError, JevRuntimeError
 from jevqueue.plugins.mcp._framework import MCP_MAJOR
 from jevqueue.plugins.mcp.approval_request import PendingApprovals
 from jevqueue.plugins.mcp.call_judge import CallJudge
@@ -26,6 +28,8 @@ from jevqueue.registry import ToolSpec
 __all__ = ["PolicyProxyServer", "UpstreamStoppedError", "describe_upstream"]
 
 _logger = logging.getLogger("jevqueue.plugins.mcp")
+
+_GRACE_SECONDS = 0.5
 
 
 class UpstreamStoppedError(JevRuntimeError):
@@ -114,6 +118,7 @@ class PolicyProxyServer:
         self.authority = authority
         self.pending = PendingApprovals(ttl_seconds=approval_ttl)
         self.mcp_major = MCP_MAJOR
+        self._on_upstream_stop: Callable[[UpstreamStoppedError], None] | None = None
 
     async def serve(self, read_stream: Any, write_stream: Any) -> None:
         """Connect to the upstream and serve one client on the given SDK streams.
@@ -121,50 +126,117 @@ class PolicyProxyServer:
         Returns when the client disconnects.
 
         Raises:
-            UpstreamStoppedError: the upstream exited or dropped the connection; no call
-                was let through because of it.
+            UpstreamStoppedError: the upstream could not be started, exited, or dropped
+                the connection; no call was let through because of it.
+            ConfigurationError: the upstream command does not exist.
         """
-        relay = _relay()
-        notify = relay.NotificationRelay()
-        async with connect_upstream(self.upstream, on_notification=notify) as connection:
-            self.judge.learn_tools(await relay.all_tools(connection.session))
-            stopped = False
-            async with anyio.create_task_group() as tasks:
-
-                async def watch() -> None:
-                    nonlocal stopped
-                    await connection.ended.wait()
-                    stopped = True
-                    tasks.cancel_scope.cancel()
-
-                async def run() -> None:
-                    await relay.serve(self, connection, notify, read_stream, write_stream)
-                    tasks.cancel_scope.cancel()
-
-                tasks.start_soon(watch)
-                tasks.start_soon(run)
-        if stopped:
-            raise UpstreamStoppedError(
-                f"the upstream MCP server ({self.upstream.describe()}) stopped: the proxy "
-                "stopped with it, and no call was let through. Check the server's own output "
-                "above, then restart the client"
-            )
+        async with self._connected() as (connection, notify):
+            await self._serve_on(connection, notify, read_stream, write_stream)
 
     async def serve_stdio(self) -> None:
-        """Serve one client over this process's stdin and stdout (what ``mcp-proxy`` runs)."""
+        """Serve one client over this process's stdin and stdout (what ``mcp-proxy`` runs).
+
+        The upstream is started first, so a server that cannot start is reported before
+        the client is answered at all.
+        """
         from jevqueue.plugins.mcp._framework import stdio_server
 
-        async with stdio_server() as (read_stream, write_stream):
-            await self.serve(read_stream, write_stream)
+        async with self._connected() as (connection, notify):
+            async with stdio_server() as (read_stream, write_stream):
+                await self._serve_on(connection, notify, read_stream, write_stream)
+
+    @asynccontextmanager
+    async def _connected(self) -> AsyncIterator[tuple[Any, Any]]:
+        relay = _relay()
+        notify = relay.NotificationRelay()
+        try:
+            async with AsyncExitStack() as stack:
+                connection = await stack.enter_async_context(
+                    connect_upstream(self.upstream, on_notification=notify)
+                )
+                self.judge.learn_tools(await relay.all_tools(connection.session))
+                entered = True
+                yield connection, notify
+        except (JevError, anyio.get_cancelled_exc_class()):
+            raise
+        except Exception as error:
+            if locals().get("entered"):
+                raise
+            raise UpstreamStoppedError(
+                f"the upstream MCP server ({self.upstream.describe()}) did not start or "
+                f"answer initialize ({_first_leaf(error)}): run the command on its own to "
+                "see why"
+            ) from error
+
+    async def _serve_on(self, connection: Any, notify: Any, read_stream: Any, write_stream: Any) -> None:
+        relay = _relay()
+        stopped = False
+        async with anyio.create_task_group() as tasks:
+
+            async def watch() -> None:
+                nonlocal stopped
+                await connection.ended.wait()
+                stopped = True
+                # Calls in flight fail upstream now; give their error answers time to leave.
+                await anyio.sleep(_GRACE_SECONDS)
+                if self._on_upstream_stop is not None:
+                    self._on_upstream_stop(self._stopped_error())
+                tasks.cancel_scope.cancel()
+
+            async def run() -> None:
+                await relay.serve(self, connection, notify, read_stream, write_stream)
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(watch)
+            tasks.start_soon(run)
+        if stopped:
+            raise self._stopped_error()
+
+    def _stopped_error(self) -> UpstreamStoppedError:
+        return UpstreamStoppedError(
+            f"the upstream MCP server ({self.upstream.describe()}) stopped: the proxy "
+            "stopped with it, and no call was let through. Check the server's own output "
+            "above, then restart the client"
+        )
 
     def run_stdio(self) -> int:
         """Serve over stdio until the client leaves; return the process exit status.
 
-        0 when the client disconnected, 1 when the upstream stopped (reported on stderr).
+        0 when the client disconnected; 1 when the upstream could not start or stopped
+        (reported on stderr).
         """
+        def stop_now(error: UpstreamStoppedError) -> None:
+            # The SDK reads stdin in a worker thread that no cancellation interrupts, so a
+            # proxy whose upstream died would wait for the client's next line: exit instead.
+            sys.stdout.flush()
+            print(f"jevqueue mcp-proxy: {error}", file=sys.stderr, flush=True)
+            os._exit(1)
+
+        self._on_upstream_stop = stop_now
         try:
             anyio.run(self.serve_stdio)
-        except UpstreamStoppedError as error:
+        except BaseException as raised:
+            error = _jev_error(raised)
+            if error is None:
+                raise
             print(f"jevqueue mcp-proxy: {error}", file=sys.stderr)
             return 1
         return 0
+
+
+def _first_leaf(error: BaseException) -> str:
+    """``Type: message`` of the first error inside nested exception groups."""
+    while getattr(error, "exceptions", None):
+        error = error.exceptions[0]  # type: ignore[attr-defined]
+    return f"{type(error).__name__}: {error}"
+
+
+def _jev_error(raised: BaseException) -> JevError | None:
+    """The jevqueue error in ``raised``, looking inside task-group exception groups."""
+    if isinstance(raised, JevError):
+        return raised
+    for inner in getattr(raised, "exceptions", ()):
+        found = _jev_error(inner)
+        if found is not None:
+            return found
+    return None
