@@ -76,6 +76,18 @@ async def all_tools(session: Any) -> list[dict[str, Any]]:
             return tools
 
 
+def _without_envelope(params: Any) -> Any:
+    """The client's params without its ``_meta``.
+
+    On 2026-07-28 ``_meta`` carries the client's per-request envelope (protocol version,
+    capabilities): it describes the client's connection with the proxy, not the proxy's
+    with the upstream, and an upstream on another era refuses it.
+    """
+    if params is None or getattr(params, "meta", None) is None:
+        return params
+    return params.model_copy(update={"meta": None})
+
+
 def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
@@ -104,6 +116,7 @@ async def serve(
     ) -> Callable[[Any, Any], Awaitable[Any]]:
         async def handler(ctx: Any, params: Any) -> Any:
             notify.session = ctx.session
+            params = _without_envelope(params)
             request = request_type(params=params) if params is not None else request_type()
             return await upstream.send_request(request, result_type)
 
@@ -111,7 +124,7 @@ async def serve(
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         notify.session = ctx.session
-        request = types.ListToolsRequest(params=params)
+        request = types.ListToolsRequest(params=_without_envelope(params))
         result: types.ListToolsResult = await upstream.send_request(request, types.ListToolsResult)
         judge.learn_tools(
             tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools
