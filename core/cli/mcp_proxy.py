@@ -24,7 +24,7 @@ def _plugin() -> Any:
         import jevqueue.plugins.mcp as plugin
     except ImportError as error:
         raise click.ClickException(
-            f"{error}. The MCP proxy needs the mcp extra: pip install \"jevqueue[mcp]\""
+            f'{error}. The MCP proxy needs the mcp extra: pip install "jevqueue[mcp]"'
         ) from None
     return plugin
 
@@ -35,9 +35,7 @@ def _default_audit_path() -> Path:
     return default_consumed_approvals_path().parent / "mcp-audit.sqlite3"
 
 
-def _context(
-    context_file: str | None, fields: dict[str, str | None]
-) -> Any:
+def _context(context_file: str | None, fields: dict[str, str | None]) -> Any:
     from jevqueue.context import ExecutionContext
 
     given = {key: value for key, value in fields.items() if value is not None}
@@ -105,29 +103,62 @@ def _trusted_keys(entries: tuple[str, ...]) -> dict[str, Any]:
     "mcp-proxy",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
-@click.option("--policy", "policies", multiple=True, type=click.Path(dir_okay=False),
-              help="A policy file whose rules add to the defaults (repeatable).")
-@click.option("--audit", "audit_path", type=click.Path(dir_okay=False), default=None,
-              help="The audit log (SQLite; .jsonl for JSON lines). "
-              "Default: $JEVQUEUE_STATE_DIR/mcp-audit.sqlite3.")
-@click.option("--tools", "tools_file", type=click.Path(dir_okay=False), default=None,
-              help="The tools file: each upstream tool's side effects and path fields.")
-@click.option("--context-file", type=click.Path(dir_okay=False), default=None,
-              help="The execution context as a JSON object.")
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="A policy file whose rules add to the defaults (repeatable).",
+)
+@click.option(
+    "--audit",
+    "audit_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The audit log (SQLite; .jsonl for JSON lines). "
+    "Default: $JEVQUEUE_STATE_DIR/mcp-audit.sqlite3.",
+)
+@click.option(
+    "--tools",
+    "tools_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The tools file: each upstream tool's side effects and path fields.",
+)
+@click.option(
+    "--context-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The execution context as a JSON object.",
+)
 @click.option("--task-id", default=None, help="Execution context: the task.")
 @click.option("--actor-id", default=None, help="Execution context: the acting agent.")
 @click.option("--workspace", default=None, help="Execution context: the absolute workspace.")
 @click.option("--git-sha", default=None, help="Execution context: the revision (7-64 hex).")
 @click.option("--environment", default=None, help="Execution context: e.g. local, ci.")
-@click.option("--approver-key", "approver_keys", multiple=True,
-              help="APPROVER_ID=PUBLIC_KEY_FILE: trust `jevqueue approve` records of this "
-              "approver (repeatable).")
-@click.option("--approvals-dir", type=click.Path(file_okay=False), default=None,
-              help="A directory of signed approval records (JSON from `jevqueue approve`).")
-@click.option("--upstream-url", default=None,
-              help="Reach the upstream over streamable HTTP instead of starting COMMAND.")
-@click.option("--describe", is_flag=True,
-              help="Print a starting tools file for the upstream's tools, then exit.")
+@click.option(
+    "--approver-key",
+    "approver_keys",
+    multiple=True,
+    help="APPROVER_ID=PUBLIC_KEY_FILE: trust `jevqueue approve` records of this "
+    "approver (repeatable).",
+)
+@click.option(
+    "--approvals-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="A directory of signed approval records (JSON from `jevqueue approve`).",
+)
+@click.option(
+    "--upstream-url",
+    default=None,
+    help="Reach the upstream over streamable HTTP instead of starting COMMAND.",
+)
+@click.option(
+    "--describe",
+    is_flag=True,
+    help="Print a starting tools file for the upstream's tools, then exit.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def mcp_proxy(
     policies: tuple[str, ...],

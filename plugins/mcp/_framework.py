@@ -33,7 +33,7 @@ __all__ = [
     "Server",
     "StdioServerParameters",
     "stdio_client",
-    "streamable_http_client",
     "stdio_server",
+    "streamable_http_client",
     "types",
 ]

@@ -20,7 +20,7 @@ from jevqueue.plugins.mcp.approval_request import (
     approval_schema,
 )
 from jevqueue.plugins.mcp.call_judge import Judgement
-from jevqueue.plugins.mcp.no_elicitation import no_elicitation_message, no_authority_message
+from jevqueue.plugins.mcp.no_elicitation import no_authority_message, no_elicitation_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.plugins.mcp.proxy_server import PolicyProxyServer
@@ -69,7 +69,9 @@ async def all_tools(session: Any) -> list[dict[str, Any]]:
     cursor: str | None = None
     while True:
         result = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
-        tools.extend(tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools)
+        tools.extend(
+            tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools
+        )
         cursor = result.nextCursor
         if not cursor:
             return tools

@@ -111,9 +111,7 @@ async def serve(
     offered = info.capabilities
     judge = proxy.judge
 
-    def forward(
-        request_type: type, result_type: type
-    ) -> Callable[[Any, Any], Awaitable[Any]]:
+    def forward(request_type: type, result_type: type) -> Callable[[Any, Any], Awaitable[Any]]:
         async def handler(ctx: Any, params: Any) -> Any:
             notify.session = ctx.session
             params = _without_envelope(params)
@@ -224,7 +222,9 @@ async def serve(
         handlers["on_list_tools"] = list_tools
         handlers["on_call_tool"] = call_tool
     if offered.resources is not None:
-        handlers["on_list_resources"] = forward(types.ListResourcesRequest, types.ListResourcesResult)
+        handlers["on_list_resources"] = forward(
+            types.ListResourcesRequest, types.ListResourcesResult
+        )
         handlers["on_list_resource_templates"] = forward(
             types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult
         )

@@ -64,7 +64,9 @@ def approval_schema(action: Action) -> dict[str, Any]:
 
 def answer_approves(action: str | None, content: Mapping[str, Any] | None) -> bool:
     """Whether an elicitation answer approves: ``accept`` with ``approve`` exactly ``True``."""
-    return action == "accept" and isinstance(content, Mapping) and content.get(APPROVAL_FIELD) is True
+    return (
+        action == "accept" and isinstance(content, Mapping) and content.get(APPROVAL_FIELD) is True
+    )
 
 
 class PendingApprovals:

@@ -222,7 +222,9 @@ class CallJudge:
         ):
             message = (
                 f"{action.tool} needs an explicit approval of action {action.digest}: "
-                + "; ".join(reason for reason in verdict.reasons if "no approval record" not in reason)
+                + "; ".join(
+                    reason for reason in verdict.reasons if "no approval record" not in reason
+                )
             )
             return Judgement("approve", action.tool, message, None, action, verdict)
         reasons = "; ".join(verdict.reasons) or kind.value
@@ -268,11 +270,11 @@ def _forwarded(action: Action) -> dict[str, Any]:
     not be the workspace the policy judged; the resolved form leaves it no other reading.
     """
     arguments = json.loads(json.dumps(dict(action.arguments)))
-    for name, target in zip(action.target_fields, action.targets):
+    for name, target in zip(action.target_fields, action.targets, strict=True):
         if isinstance(arguments.get(name), str):
             arguments[name] = target
     spec = action.spec
-    if spec is not None and spec.cwd_field and action.cwd is not None:
-        if isinstance(arguments.get(spec.cwd_field), str):
-            arguments[spec.cwd_field] = action.cwd
+    cwd_field = spec.cwd_field if spec is not None else None
+    if cwd_field and action.cwd is not None and isinstance(arguments.get(cwd_field), str):
+        arguments[cwd_field] = action.cwd
     return arguments

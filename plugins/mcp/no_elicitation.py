@@ -22,8 +22,7 @@ def no_elicitation_message(action: Action) -> str:
     return (
         f"Not run: {action.tool} needs an explicit approval of action {action.digest}, and "
         "this MCP client cannot ask its user (it declared no elicitation capability). Use "
-        "a client with elicitation support to approve it interactively. "
-        + _unattended(action)
+        "a client with elicitation support to approve it interactively. " + _unattended(action)
     )
 
 

@@ -141,9 +141,11 @@ class PolicyProxyServer:
         """
         from jevqueue.plugins.mcp._framework import stdio_server
 
-        async with self._connected() as (connection, notify):
-            async with stdio_server() as (read_stream, write_stream):
-                await self._serve_on(connection, notify, read_stream, write_stream)
+        async with (
+            self._connected() as (connection, notify),
+            stdio_server() as (read_stream, write_stream),
+        ):
+            await self._serve_on(connection, notify, read_stream, write_stream)
 
     @asynccontextmanager
     async def _connected(self) -> AsyncIterator[tuple[Any, Any]]:
@@ -168,7 +170,9 @@ class PolicyProxyServer:
                 "see why"
             ) from error
 
-    async def _serve_on(self, connection: Any, notify: Any, read_stream: Any, write_stream: Any) -> None:
+    async def _serve_on(
+        self, connection: Any, notify: Any, read_stream: Any, write_stream: Any
+    ) -> None:
         relay = _relay()
         stopped = False
         async with anyio.create_task_group() as tasks:
@@ -205,6 +209,7 @@ class PolicyProxyServer:
         0 when the client disconnected; 1 when the upstream could not start or stopped
         (reported on stderr).
         """
+
         def stop_now(error: UpstreamStoppedError) -> None:
             # The SDK reads stdin in a worker thread that no cancellation interrupts, so a
             # proxy whose upstream died would wait for the client's next line: exit instead.

@@ -138,9 +138,9 @@ def suggest_specs(tools: Iterable[Any]) -> list[SuggestedSpec]:
                 else:
                     declarable = False
                     notes.append(
-                        f"left out: {field!r} holds paths in a {kind or 'non-string'} value, and only a "
-                        "string path field is checked against the workspace, so the proxy "
-                        "refuses this tool unless you declare it knowingly"
+                        f"left out: {field!r} holds paths in a {kind or 'non-string'} value, "
+                        "and only a string path field is checked against the workspace, so "
+                        "the proxy refuses this tool unless you declare it knowingly"
                     )
             elif _CONTENT_NAME.match(field):
                 contents.append(field)

@@ -113,15 +113,17 @@ async def proxy_client(
         from mcp import ClientSession
         from mcp.client.stdio import stdio_client
 
-        async with stdio_client(parameters) as (read, write):
-            async with ClientSession(read, write, elicitation_callback=callback) as session:
-                result = await session.initialize()
-                holder.append(
-                    ProxyClient(
-                        session, result.serverInfo.name, result.instructions, result.protocolVersion
-                    )
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write, elicitation_callback=callback) as session,
+        ):
+            result = await session.initialize()
+            holder.append(
+                ProxyClient(
+                    session, result.serverInfo.name, result.instructions, result.protocolVersion
                 )
-                yield holder[0]
+            )
+            yield holder[0]
     else:
         from mcp import Client
 

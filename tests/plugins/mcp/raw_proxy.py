@@ -5,6 +5,7 @@ No SDK on the client side, so the bytes the proxy receives are exactly the test'
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -49,7 +50,9 @@ class RawProxy:
             message["params"] = params
         self.send_line(json.dumps(message))
 
-    def request(self, method: str, params: Any = None, *, timeout: float = 30) -> dict[str, Any] | None:
+    def request(
+        self, method: str, params: Any = None, *, timeout: float = 30
+    ) -> dict[str, Any] | None:
         """Send a request; return its response, or ``None`` when the proxy's output ended."""
         self._next_id += 1
         ident = self._next_id
@@ -88,10 +91,8 @@ class RawProxy:
     def close(self, timeout: float = 20) -> tuple[int, str]:
         """Close stdin, wait for the exit; return the exit status and the stderr text."""
         if self.process.stdin is not None and not self.process.stdin.closed:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self.process.stdin.close()
-            except BrokenPipeError:
-                pass
         try:
             status = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

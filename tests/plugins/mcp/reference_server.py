@@ -24,7 +24,11 @@ except ImportError:
 INSTRUCTIONS = "Reference server for the jevqueue proxy tests."
 
 port = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] == "--http" else None
-settings = {"host": "127.0.0.1", "port": port} if port is not None and "fastmcp" in Server.__module__ else {}
+settings = (
+    {"host": "127.0.0.1", "port": port}
+    if port is not None and "fastmcp" in Server.__module__
+    else {}
+)
 server = Server("jevqueue-reference", instructions=INSTRUCTIONS, **settings)
 
 

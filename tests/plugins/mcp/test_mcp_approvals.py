@@ -5,6 +5,7 @@ A write to ``.env`` needs an explicit approval under the default policy (secret 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -23,7 +24,9 @@ DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 @pytest.mark.parametrize("era", ERAS)
 def test_an_approved_question_lets_exactly_that_call_run(fs_proxy: ProxySetup, era: str) -> None:
     async def scenario() -> list[str]:
-        async with proxy_client(fs_proxy.filesystem(), fs_proxy.env, answer=approve, era=era) as client:
+        async with proxy_client(
+            fs_proxy.filesystem(), fs_proxy.env, answer=approve, era=era
+        ) as client:
             outcome = await client.call("write_file", ENV_WRITE)
             assert not outcome.is_error, outcome.text
             return client.questions
@@ -48,7 +51,9 @@ def test_an_approved_question_lets_exactly_that_call_run(fs_proxy: ProxySetup, e
 @pytest.mark.parametrize("era", ERAS)
 def test_a_declined_question_runs_nothing(fs_proxy: ProxySetup, era: str) -> None:
     async def scenario() -> None:
-        async with proxy_client(fs_proxy.filesystem(), fs_proxy.env, answer=decline, era=era) as client:
+        async with proxy_client(
+            fs_proxy.filesystem(), fs_proxy.env, answer=decline, era=era
+        ) as client:
             outcome = await client.call("write_file", ENV_WRITE)
             assert outcome.is_error
             assert "did not approve" in outcome.text
@@ -63,14 +68,15 @@ def test_an_answer_that_is_not_a_plain_yes_approves_nothing(fs_proxy: ProxySetup
         return "accept", {"approve": "yes"}
 
     async def scenario() -> None:
-        async with proxy_client(fs_proxy.filesystem(), fs_proxy.env, answer=sloppy, era=era) as client:
+        async with proxy_client(
+            fs_proxy.filesystem(), fs_proxy.env, answer=sloppy, era=era
+        ) as client:
             outcome = await client.call("write_file", ENV_WRITE)
             assert outcome.is_error
 
-    try:
+    # A client may refuse to send an answer that breaks the schema: either way, nothing runs.
+    with contextlib.suppress(Exception):
         anyio.run(scenario)
-    except Exception:  # a client may refuse to send an answer that breaks the schema
-        pass
     assert not (fs_proxy.workspace / ".env").exists()
 
 
@@ -92,7 +98,9 @@ def test_a_client_without_elicitation_gets_a_denial_saying_what_to_do(
 
 def _keys(tmp: Path) -> tuple[Path, Path]:
     private = tmp / "alice.key"
-    subprocess.run([jevqueue_command(), "approve", "keygen", str(private)], check=True, capture_output=True)
+    subprocess.run(
+        [jevqueue_command(), "approve", "keygen", str(private)], check=True, capture_output=True
+    )
     return private, Path(f"{private}.pub")
 
 
@@ -205,7 +213,10 @@ def test_input_required_state_is_single_use_and_bound_to_the_digest(fs_proxy: Pr
             swapped = await call(
                 {"path": ".env", "content": "EVIL=1\n"}, input_responses=yes, request_state=state
             )
-            assert swapped.is_error and "not the ones the approval question showed" in swapped.content[0].text
+            assert (
+                swapped.is_error
+                and "not the ones the approval question showed" in swapped.content[0].text
+            )
             again = await call(ENV_WRITE, input_responses=yes, request_state=state)
             assert again.is_error and "already used" in again.content[0].text
             forged = await call(ENV_WRITE, input_responses=yes, request_state="made-up")

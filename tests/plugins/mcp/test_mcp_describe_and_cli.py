@@ -90,7 +90,9 @@ def test_tool_spec_declares_a_listed_tool() -> None:
     with pytest.raises(ConfigurationError):
         tool_spec(object(), side_effects=())
     with pytest.raises(ConfigurationError):
-        tool_spec(listed, side_effects={"file_write"}, path_fields=("nope",), required_path_fields=("x",))
+        tool_spec(
+            listed, side_effects={"file_write"}, path_fields=("nope",), required_path_fields=("x",)
+        )
 
 
 def test_the_command_refuses_to_start_without_what_it_needs(fs_proxy: ProxySetup) -> None:
@@ -99,32 +101,70 @@ def test_the_command_refuses_to_start_without_what_it_needs(fs_proxy: ProxySetup
     assert no_upstream.exit_code == 2 and "name the upstream server" in no_upstream.output
     no_tools = runner.invoke(main, ["mcp-proxy", "--", "cat"])
     assert no_tools.exit_code == 2 and "--describe" in no_tools.output
-    no_context = runner.invoke(main, ["mcp-proxy", "--tools", str(fs_proxy.tools_file), "--", "cat"])
+    no_context = runner.invoke(
+        main, ["mcp-proxy", "--tools", str(fs_proxy.tools_file), "--", "cat"]
+    )
     assert no_context.exit_code == 2 and "--task-id" in no_context.output
     ambient = runner.invoke(
         main,
         [
-            "mcp-proxy", "--tools", str(fs_proxy.tools_file), "--task-id", "t", "--actor-id",
-            "unknown", "--workspace", "/", "--git-sha", "HEAD", "--", "cat",
+            "mcp-proxy",
+            "--tools",
+            str(fs_proxy.tools_file),
+            "--task-id",
+            "t",
+            "--actor-id",
+            "unknown",
+            "--workspace",
+            "/",
+            "--git-sha",
+            "HEAD",
+            "--",
+            "cat",
         ],
     )
     assert ambient.exit_code == 2 and "invalid" in ambient.output
     bad_tools = fs_proxy.tools_file.parent / "bad.toml"
-    bad_tools.write_text('[[tool]]\nname = "w"\nside_effects = ["file_write"]\npath_field = ["p"]\n')
+    bad_tools.write_text(
+        '[[tool]]\nname = "w"\nside_effects = ["file_write"]\npath_field = ["p"]\n'
+    )
     typo = runner.invoke(
         main,
         [
-            "mcp-proxy", "--tools", str(bad_tools), "--task-id", "t", "--actor-id", "a",
-            "--workspace", str(fs_proxy.workspace), "--git-sha", "abcdef1", "--", "cat",
+            "mcp-proxy",
+            "--tools",
+            str(bad_tools),
+            "--task-id",
+            "t",
+            "--actor-id",
+            "a",
+            "--workspace",
+            str(fs_proxy.workspace),
+            "--git-sha",
+            "abcdef1",
+            "--",
+            "cat",
         ],
     )
     assert typo.exit_code == 1 and "path_fields" in typo.output
     key = runner.invoke(
         main,
         [
-            "mcp-proxy", "--tools", str(fs_proxy.tools_file), "--task-id", "t", "--actor-id", "a",
-            "--workspace", str(fs_proxy.workspace), "--git-sha", "abcdef1",
-            "--approver-key", "alice", "--", "cat",
+            "mcp-proxy",
+            "--tools",
+            str(fs_proxy.tools_file),
+            "--task-id",
+            "t",
+            "--actor-id",
+            "a",
+            "--workspace",
+            str(fs_proxy.workspace),
+            "--git-sha",
+            "abcdef1",
+            "--approver-key",
+            "alice",
+            "--",
+            "cat",
         ],
     )
     assert key.exit_code == 2 and "APPROVER_ID=PUBLIC_KEY_FILE" in key.output
@@ -153,6 +193,10 @@ def test_the_public_surface() -> None:
         "tool_spec",
     ]
     assert "cannot" in (plugin.__doc__ or "")
-    for claim in ("model's choice of tool", "cache ``tools/list``", "ignore ``isError``",
-                  "beyond its arguments"):
+    for claim in (
+        "model's choice of tool",
+        "cache ``tools/list``",
+        "ignore ``isError``",
+        "beyond its arguments",
+    ):
         assert claim in " ".join((plugin.__doc__ or "").split())

@@ -130,4 +130,8 @@ def test_every_decision_is_in_a_verifiable_audit_log(fs_proxy: ProxySetup) -> No
 
     with sqlite3.connect(fs_proxy.audit) as db:
         rows = db.execute("SELECT tool, result FROM audit_log ORDER BY seq").fetchall()
-    assert rows == [("write_file", "ALLOW"), ("write_file", "DENY"), ("read_multiple_files", "DENY")]
+    assert rows == [
+        ("write_file", "ALLOW"),
+        ("write_file", "DENY"),
+        ("read_multiple_files", "DENY"),
+    ]

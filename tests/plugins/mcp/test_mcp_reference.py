@@ -17,9 +17,14 @@ def test_resources_prompts_and_instructions_are_relayed(ref_proxy: ProxySetup) -
             assert client.server_name == "jevqueue-reference"
             assert client.instructions == "Reference server for the jevqueue proxy tests."
             assert await client.resource_uris() == ["note://greeting"]
-            assert await client.read_resource("note://greeting") == "hello from the reference server"
+            assert (
+                await client.read_resource("note://greeting") == "hello from the reference server"
+            )
             assert await client.prompt_names() == ["review"]
-            assert await client.get_prompt("review", {"topic": "the diff"}) == "Review the diff carefully."
+            assert (
+                await client.get_prompt("review", {"topic": "the diff"})
+                == "Review the diff carefully."
+            )
             echo = await client.call("echo", {"text": "hello"})
             assert not echo.is_error and echo.text == "hello"
 
@@ -44,7 +49,9 @@ def test_upstream_annotations_tighten_but_never_loosen(ref_proxy: ProxySetup) ->
     assert victim.read_text() == "keep me"
 
 
-def test_a_crashing_upstream_stops_the_proxy_and_lets_nothing_through(ref_proxy: ProxySetup) -> None:
+def test_a_crashing_upstream_stops_the_proxy_and_lets_nothing_through(
+    ref_proxy: ProxySetup,
+) -> None:
     proxy = RawProxy(ref_proxy.reference(), {**os.environ, **ref_proxy.env})
     proxy.initialize()
     answer = proxy.request("tools/call", {"name": "crash", "arguments": {}})
@@ -76,7 +83,9 @@ def test_malformed_requests_get_errors_and_the_proxy_keeps_serving(ref_proxy: Pr
     unknown = proxy.request("tools/frobnicate", {})
     assert unknown is not None and "error" in unknown
     assert not note.exists()
-    good = proxy.request("tools/call", {"name": "write_note", "arguments": {"path": "n.txt", "text": "ok"}})
+    good = proxy.request(
+        "tools/call", {"name": "write_note", "arguments": {"path": "n.txt", "text": "ok"}}
+    )
     assert good is not None and good["result"].get("isError") is not True, good
     assert note.read_text() == "ok"
     status, _ = proxy.close()
