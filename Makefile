@@ -39,9 +39,9 @@ bench: $(STAMP)
 
 # --- MCP: the second major, and the third-party servers the MCP tests run -------------
 # mcp 2.x cannot share .venv with crewai (crewai pins mcp<2), so a small second venv holds
-# the core, mcp 2.x and pytest; it also holds the Python reference servers
-# mcp-server-time and mcp-server-git (their current releases need mcp 2.x), which the MCP
-# tests of both venvs start as upstreams. The npm filesystem server goes under .npm-tools/.
+# the core, mcp 2.x and pytest; it also holds the third-party Python server
+# mcp-server-time (its current release needs mcp 2.x), which the MCP tests of both venvs
+# start as an upstream. The npm filesystem server goes under .npm-tools/.
 MCP2_VENV  := .venv-mcp2
 MCP2_BIN   := $(MCP2_VENV)/bin
 MCP2_STAMP := $(MCP2_VENV)/.installed
@@ -50,7 +50,7 @@ NPM_STAMP  := .npm-tools/.installed
 $(MCP2_STAMP): pyproject.toml setup.py $(STAMP)
 	$(PYTHON) -m venv $(MCP2_VENV)
 	$(BIN)/uv pip install --quiet --python $(MCP2_BIN)/python -e . "mcp>=2.3,<3" \
-		"pytest>=8" "anyio>=4" "mcp-server-time" "mcp-server-git"
+		"pytest>=8" "anyio>=4" "mcp-server-time"
 	touch $(MCP2_STAMP)
 
 $(NPM_STAMP):

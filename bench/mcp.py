@@ -13,8 +13,10 @@ Each round makes the same calls through both sessions, interleaved call by call
 ``read_text_file`` of a small file (ALLOW) and ``write_file`` of 1 KB inside the
 workspace (ALLOW, a file write). Wall time per call is ``time.perf_counter_ns`` around the
 client's ``call_tool``. Per round: the median of each side and their difference; reported:
-the median over rounds and the range. The machine's load average is printed first and
-last.
+the median over rounds and the range. Beside it, the proxy process's own CPU time per
+call (user + system, from ``/proc``): on a loaded machine the wall-clock difference is
+mostly waiting for a CPU at each of the two extra hops, while the CPU time is the work
+the proxy itself does. The machine's load average is printed first and last.
 
 Usage::
 
@@ -57,6 +59,30 @@ side_effects = ["file_write"]
 path_fields = ["path"]
 content_fields = ["content"]
 """
+
+
+def _proxy_pid() -> int | None:
+    """The ``jevqueue mcp-proxy`` child of this process (Linux ``/proc``), if found."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == os.getpid() and b"mcp-proxy" in cmdline:
+            return int(entry.name)
+    return None
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """User plus system CPU time of ``pid`` so far (``nan`` where ``/proc`` is not there)."""
+    if pid is None:
+        return float("nan")
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _load() -> str:
@@ -121,26 +147,34 @@ async def _run(rounds: int, calls: int, base: Path) -> None:
             await _timed(proxy_session, name, arguments)
         print(_load())
         print(f"{rounds} rounds x {calls} calls per side, interleaved call by call\n")
-        print("round  call             direct median  proxied median  added")
+        print("round  call             direct median  proxied median  added     proxy CPU/call")
         added_by_call: dict[str, list[float]] = {name: [] for name, _ in calls_to_make}
+        cpu_by_call: dict[str, list[float]] = {name: [] for name, _ in calls_to_make}
+        pid = _proxy_pid()
         for round_index in range(rounds):
             for name, arguments in calls_to_make:
                 direct_ns: list[int] = []
                 proxy_ns: list[int] = []
+                cpu_before = _cpu_seconds(pid)
                 for _ in range(calls):
                     direct_ns.append(await _timed(direct_session, name, arguments))
                     proxy_ns.append(await _timed(proxy_session, name, arguments))
+                cpu = (_cpu_seconds(pid) - cpu_before) / calls * 1e3
                 d = statistics.median(direct_ns) / 1e6
                 p = statistics.median(proxy_ns) / 1e6
                 added_by_call[name].append(p - d)
+                cpu_by_call[name].append(cpu)
                 print(
                     f"{round_index + 1:5}  {name:15}  {d:10.3f} ms  {p:11.3f} ms  {p - d:6.3f} ms"
+                    f"  {cpu:6.3f} ms"
                 )
         print()
         for name, added in added_by_call.items():
+            cpu = cpu_by_call[name]
             print(
                 f"{name:15} added per call: median {statistics.median(added):.3f} ms "
-                f"(rounds {min(added):.3f}-{max(added):.3f} ms)"
+                f"(rounds {min(added):.3f}-{max(added):.3f} ms); proxy CPU per call: median "
+                f"{statistics.median(cpu):.3f} ms (rounds {min(cpu):.3f}-{max(cpu):.3f} ms)"
             )
         print(_load())
 
