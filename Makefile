@@ -5,6 +5,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The MCP tests' second venv and npm servers (see the MCP block below); defined here
+# because make expands a rule's prerequisites where the rule is read.
+MCP2_VENV  := .venv-mcp2
+MCP2_BIN   := $(MCP2_VENV)/bin
+MCP2_STAMP := $(MCP2_VENV)/.installed
+NPM_STAMP  := .npm-tools/.installed
 
 .PHONY: demo test lint bench clean test-mcp2
 
@@ -42,10 +48,6 @@ bench: $(STAMP)
 # the core, mcp 2.x and pytest; it also holds the third-party Python server
 # mcp-server-time (its current release needs mcp 2.x), which the MCP tests of both venvs
 # start as an upstream. The npm filesystem server goes under .npm-tools/.
-MCP2_VENV  := .venv-mcp2
-MCP2_BIN   := $(MCP2_VENV)/bin
-MCP2_STAMP := $(MCP2_VENV)/.installed
-NPM_STAMP  := .npm-tools/.installed
 
 $(MCP2_STAMP): pyproject.toml setup.py $(STAMP)
 	$(PYTHON) -m venv $(MCP2_VENV)
