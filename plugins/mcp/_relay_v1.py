@@ -144,10 +144,9 @@ async def serve(
             return Judgement("deny", judgement.tool, no_elicitation_message(action))
         if proxy.authority is None:
             return Judgement("deny", judgement.tool, no_authority_message(action))
-        reasons = judgement.message.split(": ", 1)[-1]
         try:
             answer = await context.session.elicit(
-                approval_message(action, reasons),
+                approval_message(action, judgement.reasons),
                 approval_schema(action),
                 related_request_id=context.request_id,
             )

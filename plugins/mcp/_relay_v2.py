@@ -134,10 +134,9 @@ async def serve(
         """Handshake era: an elicitation request on the session, answered in place."""
         action = judgement.action
         assert action is not None
-        reasons = judgement.message.split(": ", 1)[-1]
         try:
             answer = await ctx.session.elicit_form(
-                approval_message(action, reasons),
+                approval_message(action, judgement.reasons),
                 approval_schema(action),
                 related_request_id=ctx.request_id,
             )
@@ -160,10 +159,9 @@ async def serve(
         """2026-07-28: the question travels in the result; the retry carries the answer."""
         action = judgement.action
         assert action is not None
-        reasons = judgement.message.split(": ", 1)[-1]
         question = types.ElicitRequest(
             params=types.ElicitRequestFormParams(
-                message=approval_message(action, reasons),
+                message=approval_message(action, judgement.reasons),
                 requested_schema=approval_schema(action),
             )
         )

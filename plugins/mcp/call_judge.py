@@ -46,6 +46,7 @@ class Judgement:
             directory fields replaced by the resolved absolute paths the policy checked.
         action: the canonical action, when one could be built.
         verdict: the PEP's verdict, when the call was evaluated.
+        reasons: for ``"approve"``: why the policy asks, as a person should read it.
     """
 
     outcome: str
@@ -54,6 +55,7 @@ class Judgement:
     arguments: dict[str, Any] | None = None
     action: Action | None = None
     verdict: Verdict | None = field(default=None, compare=False)
+    reasons: str = ""
 
 
 def _refused_by_annotations(spec: ToolSpec, annotations: Mapping[str, Any] | None) -> str | None:
@@ -220,13 +222,10 @@ class CallJudge:
         if kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and verdict.obligations == (
             _EXPLICIT_APPROVAL,
         ):
-            message = (
-                f"{action.tool} needs an explicit approval of action {action.digest}: "
-                + "; ".join(
-                    reason for reason in verdict.reasons if "no approval record" not in reason
-                )
-            )
-            return Judgement("approve", action.tool, message, None, action, verdict)
+            # The PEP's own "no approval record supplied" is for callers, not for a person.
+            why = "; ".join(r for r in verdict.reasons if "no approval record" not in r)
+            message = f"{action.tool} needs an explicit approval of action {action.digest}: {why}"
+            return Judgement("approve", action.tool, message, None, action, verdict, why)
         reasons = "; ".join(verdict.reasons) or kind.value
         return Judgement(
             "deny",
