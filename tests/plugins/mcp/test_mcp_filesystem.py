@@ -135,3 +135,25 @@ def test_every_decision_is_in_a_verifiable_audit_log(fs_proxy: ProxySetup) -> No
         ("write_file", "DENY"),
         ("read_multiple_files", "DENY"),
     ]
+
+
+def test_policy_files_add_rules_and_the_environment_is_judged(fs_proxy: ProxySetup) -> None:
+    policy = fs_proxy.tools_file.parent / "freeze.toml"
+    policy.write_text(
+        '[policy]\nname = "acme"\nversion = 1\n\n'
+        '[[rule]]\nid = "acme.prod-freeze"\neffect = "deny"\n'
+        'reason = "production is changed by the release pipeline"\n'
+        'environments = ["prod"]\nside_effects = ["file_write"]\n',
+        encoding="utf-8",
+    )
+    command = fs_proxy.filesystem("--policy", str(policy), "--environment", "prod")
+
+    async def scenario() -> None:
+        async with proxy_client(command, fs_proxy.env) as client:
+            frozen = await client.call("write_file", {"path": "a.txt", "content": "x"})
+            assert frozen.is_error and "release pipeline" in frozen.text
+            listing = await client.call("list_allowed_directories", {})
+            assert not listing.is_error
+
+    anyio.run(scenario)
+    assert not (fs_proxy.workspace / "a.txt").exists()
