@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -192,7 +193,11 @@ def mcp_proxy(
         )
     try:
         upstream = (
-            plugin.Upstream.http(upstream_url) if upstream_url else plugin.Upstream.stdio(*command)
+            plugin.Upstream.http(upstream_url)
+            if upstream_url
+            # The upstream gets the proxy's environment: clients pass a server's tokens and
+            # settings in the environment of the command they start, which is the proxy.
+            else plugin.Upstream.stdio(*command, env=dict(os.environ))
         )
     except JevError as error:
         raise click.UsageError(str(error)) from None

@@ -55,6 +55,8 @@ def describe_upstream(upstream: Upstream | str | Sequence[str]) -> str:
 
     async def read() -> list[dict[str, Any]]:
         async with connect_upstream(target) as connection:
+            if connection.initialize_result.capabilities.tools is None:
+                return []  # a server of resources or prompts only: nothing to declare
             tools: list[dict[str, Any]] = await _relay().all_tools(connection.session)
             return tools
 
@@ -156,7 +158,8 @@ class PolicyProxyServer:
                 connection = await stack.enter_async_context(
                     connect_upstream(self.upstream, on_notification=notify)
                 )
-                self.judge.learn_tools(await relay.all_tools(connection.session))
+                if connection.initialize_result.capabilities.tools is not None:
+                    self.judge.learn_tools(await relay.all_tools(connection.session))
                 entered = True
                 yield connection, notify
         except (JevError, anyio.get_cancelled_exc_class()):

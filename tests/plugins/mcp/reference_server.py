@@ -59,6 +59,12 @@ def wipe(path: str) -> str:
 
 
 @server.tool()
+def read_env(name: str) -> str:
+    """Return the value of an environment variable of the server process."""
+    return os.environ.get(name, "<unset>")
+
+
+@server.tool()
 def undeclared() -> str:
     """A tool the proxy's tools file does not declare."""
     return "should never run through the proxy"

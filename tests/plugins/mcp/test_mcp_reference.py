@@ -101,6 +101,22 @@ def test_an_upstream_that_cannot_start_is_reported(ref_proxy: ProxySetup) -> Non
         assert "not found" in stderr or "did not start" in stderr
 
 
+def test_the_upstream_gets_the_environment_the_client_gave_the_proxy(
+    ref_proxy: ProxySetup,
+) -> None:
+    ref_proxy.tools_file.write_text(
+        '[[tool]]\nname = "read_env"\nside_effects = []\n', encoding="utf-8"
+    )
+
+    async def scenario() -> None:
+        env = {**ref_proxy.env, "REFERENCE_TOKEN": "token-from-client-config"}
+        async with proxy_client(ref_proxy.reference(), env) as client:
+            value = await client.call("read_env", {"name": "REFERENCE_TOKEN"})
+            assert value.text == "token-from-client-config"
+
+    anyio.run(scenario)
+
+
 def test_mcp_server_time_a_third_party_python_server(ref_proxy: ProxySetup) -> None:
     ref_proxy.tools_file.write_text(
         '[[tool]]\nname = "get_current_time"\nside_effects = []\n', encoding="utf-8"
