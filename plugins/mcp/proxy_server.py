@@ -142,12 +142,12 @@ class PolicyProxyServer:
         the client is answered at all.
         """
         from jevqueue.plugins.mcp._framework import stdio_server
+        from jevqueue.plugins.mcp.stdio_pipes import stdio_pipes
 
-        async with (
-            self._connected() as (connection, notify),
-            stdio_server() as (read_stream, write_stream),
-        ):
-            await self._serve_on(connection, notify, read_stream, write_stream)
+        async with self._connected() as (connection, notify), stdio_pipes() as pipes:
+            stdin, stdout = pipes if pipes is not None else (None, None)
+            async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+                await self._serve_on(connection, notify, read_stream, write_stream)
 
     @asynccontextmanager
     async def _connected(self) -> AsyncIterator[tuple[Any, Any]]:
