@@ -7,8 +7,14 @@ BIN    := $(VENV)/bin
 BASE   := $(VENV)/.base
 DEMO   := $(VENV)/.installed-demo
 STAMP  := $(VENV)/.installed
+# The MCP tests' second venv and npm servers (see the MCP block below); defined here
+# because make expands a rule's prerequisites where the rule is read.
+MCP2_VENV  := .venv-mcp2
+MCP2_BIN   := $(MCP2_VENV)/bin
+MCP2_STAMP := $(MCP2_VENV)/.installed
+NPM_STAMP  := .npm-tools/.installed
 
-.PHONY: demo test test-hermes lint bench clean
+.PHONY: demo test test-hermes test-mcp2 lint bench clean
 
 # The venv and the installer: uv resolves and installs far faster than pip.
 $(BASE):
@@ -32,9 +38,10 @@ $(STAMP): $(BASE) pyproject.toml setup.py
 demo: $(DEMO)
 	$(BIN)/jevqueue demo
 
-test: $(STAMP)
+test: $(STAMP) $(MCP2_STAMP) $(NPM_STAMP)
 	$(BIN)/python -m pytest -q
 	$(MAKE) --no-print-directory test-hermes
+	$(MAKE) --no-print-directory test-mcp2
 	$(MAKE) --no-print-directory lint
 
 # mypy cannot follow setuptools' folder renaming (core/ is installed as `jevqueue`),
@@ -68,5 +75,25 @@ bench: $(STAMP)
 	$(BIN)/python bench/routing.py
 	$(BIN)/python bench/policy.py
 
+# --- MCP: the second major, and the third-party servers the MCP tests run -------------
+# mcp 2.x cannot share .venv with crewai (crewai pins mcp<2), so a small second venv holds
+# the core, mcp 2.x and pytest; it also holds the third-party Python server
+# mcp-server-time (its current release needs mcp 2.x), which the MCP tests of both venvs
+# start as an upstream. The npm filesystem server goes under .npm-tools/.
+
+$(MCP2_STAMP): pyproject.toml setup.py $(STAMP)
+	$(PYTHON) -m venv $(MCP2_VENV)
+	$(BIN)/uv pip install --quiet --python $(MCP2_BIN)/python -e . "mcp>=2.3,<3" \
+		"pytest>=8" "anyio>=4" "mcp-server-time"
+	touch $(MCP2_STAMP)
+
+$(NPM_STAMP):
+	npm install --silent --no-audit --no-fund --prefix .npm-tools \
+		"@modelcontextprotocol/server-filesystem@2026.8.31"
+	touch $(NPM_STAMP)
+
+test-mcp2: $(MCP2_STAMP) $(NPM_STAMP)
+	$(MCP2_BIN)/python -m pytest -q -p no:cacheprovider tests/plugins/mcp
+
 clean:
-	rm -rf $(VENV) $(HERMES_VENV) build *.egg-info
+	rm -rf $(VENV) $(HERMES_VENV) $(MCP2_VENV) .npm-tools build *.egg-info

@@ -1,0 +1,66 @@
+"""MCP: a governing proxy in front of any MCP server (``jevqueue mcp-proxy``).
+
+The proxy is an MCP server to the client and an MCP client to the real (upstream)
+server. It relays ``initialize``, ``tools/list``, resources, prompts and completions as
+the upstream answers them, and puts the PEP in front of every ``tools/call``: a call runs
+upstream only when the policy allows it, with the arguments the policy judged (path
+fields as the resolved absolute paths it checked); otherwise the client gets a
+``CallToolResult`` with ``isError`` true saying why, and the upstream never sees the call.
+Every decision lands in the audit log.
+
+* **Unknown tools fail closed.** Each tool's policy facts come from a tools file
+  (``--tools``; ``--describe`` prints a starting point). A tool without a declaration is
+  left out of ``tools/list`` — the model is not offered a tool that can only fail — and
+  refused if called anyway (a client may call a name it cached or made up). Upstream
+  annotations are untrusted: a tool the upstream marks ``destructiveHint`` while the
+  tools file declares no writing effect is refused; ``readOnlyHint`` loosens nothing.
+* **Approvals.** An ``explicit_approval`` obligation becomes a question to the client's
+  user: an elicitation on ``mcp`` 1.x (and on 2.x sessions that negotiated a handshake
+  protocol), an ``InputRequiredResult`` on protocol 2026-07-28. It shows the canonical
+  action and its digest; a "yes" is signed by the proxy's authority for exactly that
+  digest and checked by the PEP (single use). A client without elicitation gets a denial
+  that says what to configure; signed records from ``jevqueue approve`` are accepted for
+  unattended use (``--approvals-dir``, or ``_meta["jevqueue/approval_records"]``).
+
+What an MCP proxy cannot do, plainly:
+
+* It **cannot** govern the model's choice of tool: it never sees the model, only the
+  calls the client sends. There is no forcing here, only judging (the governor half of
+  jevqueue needs a plugin at the client's model call).
+* It **cannot** make a client honour its answers: a client may cache ``tools/list`` and
+  offer a hidden tool anyway (the call is still refused), or ignore ``isError`` and tell
+  the model a denied call succeeded (nothing ran upstream, whatever the client says).
+* It **cannot** see what a tool does beyond its arguments: the policy judges the declared
+  effects and the paths in the arguments; a tool that writes elsewhere than its arguments
+  say, or a shell command's effects, are outside its view — run the upstream in a sandbox.
+* It **cannot** relay what it does not understand: server-to-client requests of the
+  upstream itself (sampling, its own elicitations, roots) are not passed on, so the
+  proxy declares no such capability upstream.
+"""
+
+from __future__ import annotations
+
+from jevqueue.plugins.mcp import _framework  # noqa: F401  (raises the install line early)
+from jevqueue.plugins.mcp.approval_request import PendingApprovals
+from jevqueue.plugins.mcp.call_judge import APPROVALS_META_KEY, CallJudge, Judgement
+from jevqueue.plugins.mcp.proxy_server import (
+    PolicyProxyServer,
+    UpstreamStoppedError,
+    describe_upstream,
+)
+from jevqueue.plugins.mcp.tool_spec import describe_tools, suggest_specs, tool_spec
+from jevqueue.plugins.mcp.upstream import Upstream
+
+__all__ = [
+    "APPROVALS_META_KEY",
+    "CallJudge",
+    "Judgement",
+    "PendingApprovals",
+    "PolicyProxyServer",
+    "Upstream",
+    "UpstreamStoppedError",
+    "describe_tools",
+    "describe_upstream",
+    "suggest_specs",
+    "tool_spec",
+]

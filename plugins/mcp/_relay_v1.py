@@ -1,0 +1,198 @@
+"""The relay on ``mcp`` 1.x: a low-level ``Server`` whose handlers forward to the upstream.
+
+Handlers are registered per request type in ``Server.request_handlers`` (not through the
+``@call_tool()`` decorator, which would validate and cache on the proxy's behalf): each
+forwards the client's request to the upstream session as it came and returns the
+upstream's result unchanged, except ``tools/list`` (undeclared tools are left out) and
+``tools/call`` (judged first). Approvals are asked with ``session.elicit(...)``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from jevqueue.plugins.mcp._framework import Server, types
+from jevqueue.plugins.mcp.approval_request import (
+    answer_approves,
+    approval_message,
+    approval_schema,
+)
+from jevqueue.plugins.mcp.call_judge import Judgement
+from jevqueue.plugins.mcp.no_elicitation import no_authority_message, no_elicitation_message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.plugins.mcp.proxy_server import PolicyProxyServer
+    from jevqueue.plugins.mcp.upstream import UpstreamConnection
+
+__all__ = ["NotificationRelay", "all_tools", "serve"]
+
+_logger = logging.getLogger("jevqueue.plugins.mcp")
+
+_FORWARDED: dict[str, tuple[tuple[type, type], ...]] = {
+    "resources": (
+        (types.ListResourcesRequest, types.ListResourcesResult),
+        (types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult),
+        (types.ReadResourceRequest, types.ReadResourceResult),
+        (types.SubscribeRequest, types.EmptyResult),
+        (types.UnsubscribeRequest, types.EmptyResult),
+    ),
+    "prompts": (
+        (types.ListPromptsRequest, types.ListPromptsResult),
+        (types.GetPromptRequest, types.GetPromptResult),
+    ),
+    "completions": ((types.CompleteRequest, types.CompleteResult),),
+    "logging": ((types.SetLevelRequest, types.EmptyResult),),
+}
+
+
+class NotificationRelay:
+    """Passes the upstream's notifications (list changes, resource updates, log messages)
+    on to the client, once the client's session is known."""
+
+    def __init__(self) -> None:
+        self.session: Any = None
+
+    async def __call__(self, message: Any) -> None:
+        if not isinstance(message, types.ServerNotification) or self.session is None:
+            return
+        try:
+            await self.session.send_notification(message)
+        except Exception as error:  # the client went away; the proxy stops on its own
+            _logger.debug("could not relay a notification: %s", error)
+
+
+async def all_tools(session: Any) -> list[dict[str, Any]]:
+    """Every tool the upstream lists, following pagination, as wire dicts."""
+    tools: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        result = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+        tools.extend(
+            tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools
+        )
+        cursor = result.nextCursor
+        if not cursor:
+            return tools
+
+
+def _outgoing(request: Any) -> types.ClientRequest:
+    """The client's request as a new one to the upstream (its own id, no JSON-RPC envelope)."""
+    return types.ClientRequest(type(request)(method=request.method, params=request.params))
+
+
+def _error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
+
+
+def _capabilities(upstream: Any) -> types.ServerCapabilities:
+    """The upstream's capabilities, limited to what the proxy relays."""
+    return types.ServerCapabilities(
+        tools=upstream.tools,
+        resources=upstream.resources,
+        prompts=upstream.prompts,
+        completions=upstream.completions,
+        logging=upstream.logging,
+    )
+
+
+async def serve(
+    proxy: PolicyProxyServer,
+    connection: UpstreamConnection,
+    notify: NotificationRelay,
+    read_stream: Any,
+    write_stream: Any,
+) -> None:
+    """Serve one client until it disconnects."""
+    from mcp.server.models import InitializationOptions
+
+    upstream = connection.session
+    info = connection.initialize_result
+    server: Any = Server(info.serverInfo.name)
+    judge = proxy.judge
+
+    def remember_client() -> Any:
+        context = server.request_context
+        notify.session = context.session
+        return context
+
+    def forward(request_type: type, result_type: type) -> Callable[[Any], Any]:
+        async def handler(request: Any) -> types.ServerResult:
+            remember_client()
+            result = await upstream.send_request(_outgoing(request), result_type)
+            return types.ServerResult(result)
+
+        return handler
+
+    async def list_tools(request: types.ListToolsRequest) -> types.ServerResult:
+        remember_client()
+        result = await upstream.send_request(_outgoing(request), types.ListToolsResult)
+        judge.learn_tools(
+            tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools
+        )
+        result.tools = [tool for tool in result.tools if judge.listed(tool.name)]
+        return types.ServerResult(result)
+
+    async def ask(judgement: Judgement) -> Judgement:
+        context = remember_client()
+        action = judgement.action
+        assert action is not None
+        params = context.session.client_params
+        capabilities = params.capabilities if params is not None else None
+        if capabilities is None or capabilities.elicitation is None:
+            return Judgement("deny", judgement.tool, no_elicitation_message(action))
+        if proxy.authority is None:
+            return Judgement("deny", judgement.tool, no_authority_message(action))
+        try:
+            answer = await context.session.elicit(
+                approval_message(action, judgement.reasons),
+                approval_schema(action),
+                related_request_id=context.request_id,
+            )
+        except Exception as error:
+            return Judgement(
+                "deny",
+                judgement.tool,
+                f"Not run: the approval question for {action.digest} failed "
+                f"({type(error).__name__}); nothing was approved.",
+            )
+        if not answer_approves(answer.action, answer.content):
+            return Judgement(
+                "deny",
+                judgement.tool,
+                f"Not run: the user did not approve {judgement.tool} ({action.digest}).",
+            )
+        return judge.approved(action, proxy.authority.issue(action.digest))
+
+    async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
+        remember_client()
+        params = request.params
+        meta = params.meta.model_dump(by_alias=True) if params.meta is not None else None
+        judgement = judge.judge(params.name, params.arguments, meta)
+        if judgement.outcome == "approve":
+            judgement = await ask(judgement)
+        if judgement.outcome != "run":
+            return types.ServerResult(_error_result(judgement.message))
+        forwarded = types.CallToolRequest(
+            method="tools/call",
+            params=types.CallToolRequestParams(name=params.name, arguments=judgement.arguments),
+        )
+        result = await upstream.send_request(types.ClientRequest(forwarded), types.CallToolResult)
+        return types.ServerResult(result)
+
+    capabilities = _capabilities(info.capabilities)
+    if capabilities.tools is not None:
+        server.request_handlers[types.ListToolsRequest] = list_tools
+        server.request_handlers[types.CallToolRequest] = call_tool
+    for capability, pairs in _FORWARDED.items():
+        if getattr(capabilities, capability) is not None:
+            for request_type, result_type in pairs:
+                server.request_handlers[request_type] = forward(request_type, result_type)
+    options = InitializationOptions(
+        server_name=info.serverInfo.name,
+        server_version=info.serverInfo.version,
+        capabilities=capabilities,
+        instructions=info.instructions,
+    )
+    await server.run(read_stream, write_stream, options)

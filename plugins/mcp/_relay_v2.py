@@ -1,0 +1,246 @@
+"""The relay on ``mcp`` 2.x: ``Server(name, on_list_tools=..., on_call_tool=..., ...)``.
+
+Each ``on_*`` handler forwards the client's request to the upstream session and returns
+the upstream's result unchanged, except ``tools/list`` (undeclared tools are left out)
+and ``tools/call`` (judged first). Handlers are registered only for what the upstream
+offers, so the capabilities the proxy announces are the upstream's.
+
+Approvals follow the era the client negotiated. On a handshake protocol (2025-11-25 and
+older) the proxy asks with ``ctx.session.elicit_form(...)``, as on 1.x. On 2026-07-28
+there is no server-to-client request channel: the proxy returns an
+``InputRequiredResult`` carrying the elicitation, and the client answers on its retry
+with ``input_responses`` and the echoed ``request_state`` — a random token the proxy
+keeps server-side, single use, bound to the action digest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from jevqueue.plugins.mcp._framework import Server, types
+from jevqueue.plugins.mcp.approval_request import (
+    answer_approves,
+    approval_message,
+    approval_schema,
+)
+from jevqueue.plugins.mcp.call_judge import Judgement
+from jevqueue.plugins.mcp.no_elicitation import no_authority_message, no_elicitation_message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.plugins.mcp.proxy_server import PolicyProxyServer
+    from jevqueue.plugins.mcp.upstream import UpstreamConnection
+
+__all__ = ["NotificationRelay", "all_tools", "serve"]
+
+_logger = logging.getLogger("jevqueue.plugins.mcp")
+
+_INPUT_KEY = "jevqueue_approval"
+"""The key of the approval question in ``InputRequiredResult.input_requests``."""
+
+
+def _modern(protocol_version: str) -> bool:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+class NotificationRelay:
+    """Passes the upstream's notifications on to the client once its session is known."""
+
+    def __init__(self) -> None:
+        self.session: Any = None
+
+    async def __call__(self, message: Any) -> None:
+        if self.session is None or isinstance(message, Exception):
+            return
+        try:
+            await self.session.send_notification(message)
+        except Exception as error:  # a modern client without a listen stream, or gone
+            _logger.debug("could not relay a notification: %s", error)
+
+
+async def all_tools(session: Any) -> list[dict[str, Any]]:
+    """Every tool the upstream lists, following pagination, as wire dicts."""
+    tools: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        result = await session.list_tools(params=params)
+        tools.extend(
+            tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools
+        )
+        cursor = result.next_cursor
+        if not cursor:
+            return tools
+
+
+def _without_envelope(params: Any) -> Any:
+    """The client's params without its ``_meta``.
+
+    On 2026-07-28 ``_meta`` carries the client's per-request envelope (protocol version,
+    capabilities): it describes the client's connection with the proxy, not the proxy's
+    with the upstream, and an upstream on another era refuses it.
+    """
+    if params is None or getattr(params, "meta", None) is None:
+        return params
+    return params.model_copy(update={"meta": None})
+
+
+def _error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _elicits(ctx: Any) -> bool:
+    capabilities = ctx.session.client_capabilities
+    elicitation = getattr(capabilities, "elicitation", None)
+    return elicitation is not None
+
+
+async def serve(
+    proxy: PolicyProxyServer,
+    connection: UpstreamConnection,
+    notify: NotificationRelay,
+    read_stream: Any,
+    write_stream: Any,
+) -> None:
+    """Serve one client until it disconnects."""
+    upstream = connection.session
+    info = connection.initialize_result
+    offered = info.capabilities
+    judge = proxy.judge
+
+    def forward(request_type: type, result_type: type) -> Callable[[Any, Any], Awaitable[Any]]:
+        async def handler(ctx: Any, params: Any) -> Any:
+            notify.session = ctx.session
+            params = _without_envelope(params)
+            request = request_type(params=params) if params is not None else request_type()
+            return await upstream.send_request(request, result_type)
+
+        return handler
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        notify.session = ctx.session
+        request = types.ListToolsRequest(params=_without_envelope(params))
+        result: types.ListToolsResult = await upstream.send_request(request, types.ListToolsResult)
+        judge.learn_tools(
+            tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools
+        )
+        result.tools = [tool for tool in result.tools if judge.listed(tool.name)]
+        return result
+
+    async def ask_now(ctx: Any, judgement: Judgement) -> Judgement:
+        """Handshake era: an elicitation request on the session, answered in place."""
+        action = judgement.action
+        assert action is not None
+        try:
+            answer = await ctx.session.elicit_form(
+                approval_message(action, judgement.reasons),
+                approval_schema(action),
+                related_request_id=ctx.request_id,
+            )
+        except Exception as error:
+            return Judgement(
+                "deny",
+                judgement.tool,
+                f"Not run: the approval question for {action.digest} failed "
+                f"({type(error).__name__}); nothing was approved.",
+            )
+        if not answer_approves(answer.action, answer.content):
+            return Judgement(
+                "deny",
+                judgement.tool,
+                f"Not run: the user did not approve {judgement.tool} ({action.digest}).",
+            )
+        return judge.approved(action, proxy.authority.issue(action.digest))
+
+    def ask_later(judgement: Judgement) -> types.InputRequiredResult:
+        """2026-07-28: the question travels in the result; the retry carries the answer."""
+        action = judgement.action
+        assert action is not None
+        question = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=approval_message(action, judgement.reasons),
+                requested_schema=approval_schema(action),
+            )
+        )
+        return types.InputRequiredResult(
+            input_requests={_INPUT_KEY: question},
+            request_state=proxy.pending.open(action.digest),
+        )
+
+    def answered(params: Any, judgement: Judgement) -> Judgement:
+        """2026-07-28 retry: check the echoed state against this call, then the answer."""
+        action = judgement.action
+        assert action is not None
+        problem = proxy.pending.close(params.request_state, action.digest)
+        if problem is not None:
+            return Judgement("deny", judgement.tool, f"Not run: {problem}.")
+        answer = (params.input_responses or {}).get(_INPUT_KEY)
+        if not isinstance(answer, types.ElicitResult) or not answer_approves(
+            answer.action, answer.content
+        ):
+            return Judgement(
+                "deny",
+                judgement.tool,
+                f"Not run: the user did not approve {judgement.tool} ({action.digest}).",
+            )
+        return judge.approved(action, proxy.authority.issue(action.digest))
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+        notify.session = ctx.session
+        meta = params.meta if isinstance(params.meta, dict) else None  # a TypedDict on 2.x
+        judgement = judge.judge(params.name, params.arguments, meta)
+        if judgement.outcome == "approve":
+            action = judgement.action
+            assert action is not None
+            modern = _modern(ctx.protocol_version)
+            if modern and params.request_state is not None:
+                judgement = answered(params, judgement)
+            elif not _elicits(ctx):
+                judgement = Judgement("deny", judgement.tool, no_elicitation_message(action))
+            elif proxy.authority is None:
+                judgement = Judgement("deny", judgement.tool, no_authority_message(action))
+            elif modern:
+                return ask_later(judgement)
+            else:
+                judgement = await ask_now(ctx, judgement)
+        elif params.request_state is not None:
+            proxy.pending.close(params.request_state, "")  # spent either way
+        if judgement.outcome != "run":
+            return _error_result(judgement.message)
+        forwarded = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=params.name, arguments=judgement.arguments)
+        )
+        return await upstream.send_request(forwarded, types.CallToolResult)
+
+    handlers: dict[str, Any] = {}
+    if offered.tools is not None:
+        handlers["on_list_tools"] = list_tools
+        handlers["on_call_tool"] = call_tool
+    if offered.resources is not None:
+        handlers["on_list_resources"] = forward(
+            types.ListResourcesRequest, types.ListResourcesResult
+        )
+        handlers["on_list_resource_templates"] = forward(
+            types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult
+        )
+        handlers["on_read_resource"] = forward(types.ReadResourceRequest, types.ReadResourceResult)
+        if offered.resources.subscribe:
+            handlers["on_subscribe_resource"] = forward(types.SubscribeRequest, types.EmptyResult)
+            handlers["on_unsubscribe_resource"] = forward(
+                types.UnsubscribeRequest, types.EmptyResult
+            )
+    if offered.prompts is not None:
+        handlers["on_list_prompts"] = forward(types.ListPromptsRequest, types.ListPromptsResult)
+        handlers["on_get_prompt"] = forward(types.GetPromptRequest, types.GetPromptResult)
+    if offered.completions is not None:
+        handlers["on_completion"] = forward(types.CompleteRequest, types.CompleteResult)
+    server: Any = Server(
+        info.server_info.name,
+        version=info.server_info.version,
+        instructions=info.instructions,
+        **handlers,
+    )
+    await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -1,0 +1,115 @@
+"""What the proxy asks the client's user before an action that needs an explicit approval.
+
+Both MCP majors ask the same question: a form elicitation whose message shows the tool,
+the action digest and the canonical action (the document the digest hashes), with one
+boolean field. Only ``accept`` with ``approve: true`` approves; decline, cancel, a missing
+or non-boolean field, or anything else is a refusal.
+
+An approval is bound to the digest: on a "yes" the proxy's own approval authority signs a
+record for exactly that digest, and the PEP checks it (signature, binding, freshness,
+single use) like any other record. On protocol 2026-07-28, where the question travels in
+an ``InputRequiredResult`` and the client answers on a retry, the only state the client
+echoes is a random token the proxy keeps server-side (:class:`PendingApprovals`), single
+use, expiring, and tied to the digest: a retry with other arguments has another digest and
+is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from jevqueue.policy import Action
+
+__all__ = [
+    "APPROVAL_FIELD",
+    "PendingApprovals",
+    "answer_approves",
+    "approval_message",
+    "approval_schema",
+]
+
+APPROVAL_FIELD = "approve"
+"""The boolean field of the approval form."""
+
+
+def approval_message(action: Action, reasons: str) -> str:
+    """The text shown to the person asked: what runs, why it needs approval, its digest."""
+    document = json.dumps(action.digest_document(), indent=2, sort_keys=True, default=str)
+    return (
+        f"jevqueue: the tool {action.tool!r} needs your explicit approval. {reasons}\n"
+        f"Approving authorises exactly this action, once (digest {action.digest}):\n"
+        f"{document}"
+    )
+
+
+def approval_schema(action: Action) -> dict[str, Any]:
+    """The form: one required boolean, described with the tool and the digest."""
+    return {
+        "type": "object",
+        "properties": {
+            APPROVAL_FIELD: {
+                "type": "boolean",
+                "title": f"Approve {action.tool}",
+                "description": f"Run {action.tool} once, exactly as shown ({action.digest})",
+            }
+        },
+        "required": [APPROVAL_FIELD],
+    }
+
+
+def answer_approves(action: str | None, content: Mapping[str, Any] | None) -> bool:
+    """Whether an elicitation answer approves: ``accept`` with ``approve`` exactly ``True``."""
+    return (
+        action == "accept" and isinstance(content, Mapping) and content.get(APPROVAL_FIELD) is True
+    )
+
+
+class PendingApprovals:
+    """Approval questions awaiting the client's retry, kept server-side (protocol 2026-07-28).
+
+    Args:
+        ttl_seconds: how long a question stays answerable.
+        limit: at most this many open questions; the oldest is dropped beyond it.
+    """
+
+    def __init__(self, *, ttl_seconds: float = 600.0, limit: int = 1024) -> None:
+        self._ttl = ttl_seconds
+        self._limit = limit
+        self._open: dict[str, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def open(self, digest: str) -> str:
+        """Remember a question about ``digest``; return the opaque state the client echoes."""
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            while len(self._open) >= self._limit:
+                self._open.pop(next(iter(self._open)))
+            self._open[token] = (digest, time.monotonic() + self._ttl)
+        return token
+
+    def close(self, token: object, digest: str) -> str | None:
+        """Consume ``token``; return why it does not answer a question about ``digest``.
+
+        Returns ``None`` when it does. The token is gone afterwards either way: one
+        question, one answer.
+        """
+        if type(token) is not str:
+            return "the retry carries no approval state from this proxy"
+        with self._lock:
+            entry = self._open.pop(token, None)
+        if entry is None:
+            return "the approval state is unknown, already used or expired: call the tool again"
+        expected, deadline = entry
+        if time.monotonic() > deadline:
+            return "the approval question expired: call the tool again"
+        if expected != digest:
+            return (
+                "the retry's arguments are not the ones the approval question showed "
+                f"({digest} is not {expected}): call the tool again"
+            )
+        return None

@@ -1,0 +1,249 @@
+"""``PolicyProxyServer``: an MCP server that relays another one and judges every tool call.
+
+Embed it in Python, or run it as ``jevqueue mcp-proxy``. The relay is written once per MCP
+major (``_relay_v1`` for ``mcp`` 1.x, ``_relay_v2`` for 2.x); the judging is shared
+(:class:`~jevqueue.plugins.mcp.call_judge.CallJudge`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from jevqueue.errors import ConfigurationError, JevError, JevRuntimeError
+from jevqueue.plugins.mcp._framework import MCP_MAJOR
+from jevqueue.plugins.mcp.approval_request import PendingApprovals
+from jevqueue.plugins.mcp.call_judge import CallJudge
+from jevqueue.plugins.mcp.tool_spec import describe_tools
+from jevqueue.plugins.mcp.upstream import Upstream, connect_upstream
+from jevqueue.policy import ExecutionContext, ToolSpec
+
+__all__ = ["PolicyProxyServer", "UpstreamStoppedError", "describe_upstream"]
+
+_logger = logging.getLogger("jevqueue.plugins.mcp")
+
+_GRACE_SECONDS = 0.5
+
+
+class UpstreamStoppedError(JevRuntimeError):
+    """The upstream server exited or its connection dropped; the proxy stopped with it."""
+
+
+def _relay() -> Any:
+    """The relay written for the installed MCP major."""
+    if MCP_MAJOR >= 2:
+        from jevqueue.plugins.mcp import _relay_v2 as relay
+    else:
+        from jevqueue.plugins.mcp import _relay_v1 as relay
+    return relay
+
+
+def describe_upstream(upstream: Upstream | str | Sequence[str]) -> str:
+    """Start (or reach) ``upstream`` once and return a starting tools file for its tools.
+
+    Raises:
+        UpstreamStoppedError: the upstream could not be started or did not answer.
+    """
+    target = Upstream.coerce(upstream)
+
+    async def read() -> list[dict[str, Any]]:
+        async with connect_upstream(target) as connection:
+            if connection.initialize_result.capabilities.tools is None:
+                return []  # a server of resources or prompts only: nothing to declare
+            tools: list[dict[str, Any]] = await _relay().all_tools(connection.session)
+            return tools
+
+    try:
+        tools = anyio.run(read)
+    except ConfigurationError:
+        raise
+    except Exception as error:
+        raise UpstreamStoppedError(
+            f"could not list the tools of {target.describe()} ({type(error).__name__}: "
+            f"{error}): check that the command runs on its own"
+        ) from None
+    return describe_tools(tools, source=target.describe())
+
+
+class PolicyProxyServer:
+    """Relay an upstream MCP server and put the PEP in front of every ``tools/call``.
+
+    ``initialize`` (server name, version, instructions, capabilities), ``tools/list``,
+    resources, prompts and completions are relayed as the upstream answers them. A
+    ``tools/call`` runs upstream only when the PEP allows it; otherwise the client gets a
+    ``CallToolResult`` with ``isError`` true saying why, and the upstream never sees it.
+    Tools without a spec are hidden from ``tools/list`` and refused when called anyway.
+
+    Args:
+        upstream: an :class:`Upstream`, a command list (``["npx", "-y", "pkg", "/ws"]``) or
+            a streamable HTTP URL.
+        pep: the :class:`jevqueue.PolicyEnforcementPoint` (its audit log records every
+            decision).
+        specs: the tools the upstream may run (``jevqueue.load_tools_file(path)``).
+        context: the :class:`jevqueue.ExecutionContext` every call is judged in.
+        authority: the approval authority that signs a user's "yes" to an elicited
+            approval (the PEP's verifier must trust it). Without one, a call that needs
+            approval can only run with a signed record from ``jevqueue approve``.
+        approvals_dir: a directory of records printed by ``jevqueue approve`` (unattended
+            approvals), each offered for the digest it names.
+        approval_ttl: seconds an approval question (protocol 2026-07-28) stays answerable.
+
+    Raises:
+        ConfigurationError: any of the above is unusable.
+    """
+
+    def __init__(
+        self,
+        upstream: Upstream | str | Sequence[str],
+        *,
+        pep: Any,
+        specs: Iterable[ToolSpec],
+        context: ExecutionContext | Mapping[str, Any],
+        authority: Any = None,
+        approvals_dir: str | Path | None = None,
+        approval_ttl: float = 600.0,
+    ) -> None:
+        self.upstream = Upstream.coerce(upstream)
+        self.judge = CallJudge(pep=pep, specs=specs, context=context, approvals_dir=approvals_dir)
+        if authority is not None and not callable(getattr(authority, "issue", None)):
+            raise ConfigurationError(
+                "authority must be a jevqueue.approvals.ApprovalAuthority (it has no "
+                "issue(action_digest) method)"
+            )
+        self.authority = authority
+        self.pending = PendingApprovals(ttl_seconds=approval_ttl)
+        self.mcp_major = MCP_MAJOR
+        self._on_upstream_stop: Callable[[UpstreamStoppedError], None] | None = None
+
+    async def serve(self, read_stream: Any, write_stream: Any) -> None:
+        """Connect to the upstream and serve one client on the given SDK streams.
+
+        Returns when the client disconnects.
+
+        Raises:
+            UpstreamStoppedError: the upstream could not be started, exited, or dropped
+                the connection; no call was let through because of it.
+            ConfigurationError: the upstream command does not exist.
+        """
+        async with self._connected() as (connection, notify):
+            await self._serve_on(connection, notify, read_stream, write_stream)
+
+    async def serve_stdio(self) -> None:
+        """Serve one client over this process's stdin and stdout (what ``mcp-proxy`` runs).
+
+        The upstream is started first, so a server that cannot start is reported before
+        the client is answered at all.
+        """
+        from jevqueue.plugins.mcp._framework import stdio_server
+        from jevqueue.plugins.mcp.stdio_pipes import stdio_pipes
+
+        async with self._connected() as (connection, notify), stdio_pipes() as pipes:
+            stdin, stdout = pipes if pipes is not None else (None, None)
+            async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+                await self._serve_on(connection, notify, read_stream, write_stream)
+
+    @asynccontextmanager
+    async def _connected(self) -> AsyncIterator[tuple[Any, Any]]:
+        relay = _relay()
+        notify = relay.NotificationRelay()
+        try:
+            async with AsyncExitStack() as stack:
+                connection = await stack.enter_async_context(
+                    connect_upstream(self.upstream, on_notification=notify)
+                )
+                if connection.initialize_result.capabilities.tools is not None:
+                    self.judge.learn_tools(await relay.all_tools(connection.session))
+                entered = True
+                yield connection, notify
+        except (JevError, anyio.get_cancelled_exc_class()):
+            raise
+        except Exception as error:
+            if locals().get("entered"):
+                raise
+            raise UpstreamStoppedError(
+                f"the upstream MCP server ({self.upstream.describe()}) did not start or "
+                f"answer initialize ({_first_leaf(error)}): run the command on its own to "
+                "see why"
+            ) from error
+
+    async def _serve_on(
+        self, connection: Any, notify: Any, read_stream: Any, write_stream: Any
+    ) -> None:
+        relay = _relay()
+        stopped = False
+        async with anyio.create_task_group() as tasks:
+
+            async def watch() -> None:
+                nonlocal stopped
+                await connection.ended.wait()
+                stopped = True
+                # Calls in flight fail upstream now; give their error answers time to leave.
+                await anyio.sleep(_GRACE_SECONDS)
+                if self._on_upstream_stop is not None:
+                    self._on_upstream_stop(self._stopped_error())
+                tasks.cancel_scope.cancel()
+
+            async def run() -> None:
+                await relay.serve(self, connection, notify, read_stream, write_stream)
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(watch)
+            tasks.start_soon(run)
+        if stopped:
+            raise self._stopped_error()
+
+    def _stopped_error(self) -> UpstreamStoppedError:
+        return UpstreamStoppedError(
+            f"the upstream MCP server ({self.upstream.describe()}) stopped: the proxy "
+            "stopped with it, and no call was let through. Check the server's own output "
+            "above, then restart the client"
+        )
+
+    def run_stdio(self) -> int:
+        """Serve over stdio until the client leaves; return the process exit status.
+
+        0 when the client disconnected; 1 when the upstream could not start or stopped
+        (reported on stderr).
+        """
+
+        def stop_now(error: UpstreamStoppedError) -> None:
+            # The SDK reads stdin in a worker thread that no cancellation interrupts, so a
+            # proxy whose upstream died would wait for the client's next line: exit instead.
+            sys.stdout.flush()
+            print(f"jevqueue mcp-proxy: {error}", file=sys.stderr, flush=True)
+            os._exit(1)
+
+        self._on_upstream_stop = stop_now
+        try:
+            anyio.run(self.serve_stdio)
+        except BaseException as raised:
+            error = _jev_error(raised)
+            if error is None:
+                raise
+            print(f"jevqueue mcp-proxy: {error}", file=sys.stderr)
+            return 1
+        return 0
+
+
+def _first_leaf(error: BaseException) -> str:
+    """``Type: message`` of the first error inside nested exception groups."""
+    while getattr(error, "exceptions", None):
+        error = error.exceptions[0]  # type: ignore[attr-defined]
+    return f"{type(error).__name__}: {error}"
+
+
+def _jev_error(raised: BaseException) -> JevError | None:
+    """The jevqueue error in ``raised``, looking inside task-group exception groups."""
+    if isinstance(raised, JevError):
+        return raised
+    for inner in getattr(raised, "exceptions", ()):
+        found = _jev_error(inner)
+        if found is not None:
+            return found
+    return None

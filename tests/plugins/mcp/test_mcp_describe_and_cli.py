@@ -1,0 +1,202 @@
+"""``--describe`` writes a tools file ``load_tools_file`` reads; the command's own mistakes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import jevqueue
+import jevqueue.plugins.mcp as plugin
+import pytest
+from click.testing import CliRunner
+from conftest import REFERENCE_SERVER, ProxySetup, filesystem_server, jevqueue_command
+from jevqueue.cli import main
+from jevqueue.errors import ConfigurationError
+from jevqueue.plugins.mcp import describe_tools, suggest_specs, tool_spec
+
+
+def _describe(*upstream: str) -> str:
+    done = subprocess.run(
+        [jevqueue_command(), "mcp-proxy", "--describe", "--", *upstream],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout
+
+
+def test_describe_prints_a_tools_file_for_the_filesystem_server(tmp_path: Path) -> None:
+    text = _describe(filesystem_server(), str(tmp_path))
+    path = tmp_path / "tools.toml"
+    path.write_text(text, encoding="utf-8")
+    specs = {spec.name: spec for spec in jevqueue.load_tools_file(path)}
+    assert specs["write_file"].side_effects == {"file_write"}
+    assert specs["write_file"].path_fields == ("path",)
+    assert specs["write_file"].content_fields == ("content",)
+    assert specs["read_text_file"].side_effects == {"file_read"}
+    assert specs["move_file"].path_fields == ("source", "destination")
+    assert specs["write_file"].schema is not None and specs["write_file"].schema["required"] == [
+        "path",
+        "content",
+    ]
+    # A list of paths cannot be checked one by one: the table is there, commented out.
+    assert "read_multiple_files" not in specs
+    assert '# name = "read_multiple_files"' in text
+
+
+def test_describe_reads_annotations_strictly(tmp_path: Path) -> None:
+    text = _describe(sys.executable, str(REFERENCE_SERVER))
+    path = tmp_path / "tools.toml"
+    path.write_text(text, encoding="utf-8")
+    specs = {spec.name: spec for spec in jevqueue.load_tools_file(path)}
+    assert specs["wipe"].side_effects == {"file_write"}  # destructiveHint, though it reads
+    assert specs["echo"].side_effects == frozenset()
+    assert specs["write_note"].side_effects == {"file_write"}
+
+
+def test_read_only_hints_never_drop_an_effect() -> None:
+    tools = [
+        {
+            "name": "delete_everything",
+            "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+            "annotations": {"readOnlyHint": True},
+        },
+        {
+            "name": "run_script",
+            "inputSchema": {"type": "object", "properties": {"cwd": {"type": "string"}}},
+            "annotations": {"readOnlyHint": True, "openWorldHint": True},
+        },
+    ]
+    first, second = suggest_specs(tools)
+    assert "file_delete" in first.side_effects
+    assert any("readOnlyHint" in note for note in first.notes)
+    assert set(second.side_effects) == {"shell_command", "network"}
+    assert second.cwd_field == "cwd"
+    described = describe_tools(tools)
+    assert described.count("[[tool]]") == 2
+
+
+def test_tool_spec_declares_a_listed_tool() -> None:
+    listed = {
+        "name": "write_file",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+    }
+    spec = tool_spec(listed, side_effects={"file_write"}, path_fields=("path",))
+    assert spec.name == "write_file" and spec.required_path_fields == ("path",)
+    assert spec.schema == listed["inputSchema"]
+    assert tool_spec(listed, side_effects=(), with_schema=False).schema is None
+    with pytest.raises(ConfigurationError):
+        tool_spec(object(), side_effects=())
+    with pytest.raises(ConfigurationError):
+        tool_spec(
+            listed, side_effects={"file_write"}, path_fields=("nope",), required_path_fields=("x",)
+        )
+
+
+def test_the_command_refuses_to_start_without_what_it_needs(fs_proxy: ProxySetup) -> None:
+    runner = CliRunner()
+    no_upstream = runner.invoke(main, ["mcp-proxy", "--tools", str(fs_proxy.tools_file)])
+    assert no_upstream.exit_code == 2 and "name the upstream server" in no_upstream.output
+    no_tools = runner.invoke(main, ["mcp-proxy", "--", "cat"])
+    assert no_tools.exit_code == 2 and "--describe" in no_tools.output
+    no_context = runner.invoke(
+        main, ["mcp-proxy", "--tools", str(fs_proxy.tools_file), "--", "cat"]
+    )
+    assert no_context.exit_code == 2 and "--task-id" in no_context.output
+    ambient = runner.invoke(
+        main,
+        [
+            "mcp-proxy",
+            "--tools",
+            str(fs_proxy.tools_file),
+            "--task-id",
+            "t",
+            "--actor-id",
+            "unknown",
+            "--workspace",
+            "/",
+            "--git-sha",
+            "HEAD",
+            "--",
+            "cat",
+        ],
+    )
+    assert ambient.exit_code == 2 and "invalid" in ambient.output
+    bad_tools = fs_proxy.tools_file.parent / "bad.toml"
+    bad_tools.write_text(
+        '[[tool]]\nname = "w"\nside_effects = ["file_write"]\npath_field = ["p"]\n'
+    )
+    typo = runner.invoke(
+        main,
+        [
+            "mcp-proxy",
+            "--tools",
+            str(bad_tools),
+            "--task-id",
+            "t",
+            "--actor-id",
+            "a",
+            "--workspace",
+            str(fs_proxy.workspace),
+            "--git-sha",
+            "abcdef1",
+            "--",
+            "cat",
+        ],
+    )
+    assert typo.exit_code == 1 and "path_fields" in typo.output
+    key = runner.invoke(
+        main,
+        [
+            "mcp-proxy",
+            "--tools",
+            str(fs_proxy.tools_file),
+            "--task-id",
+            "t",
+            "--actor-id",
+            "a",
+            "--workspace",
+            str(fs_proxy.workspace),
+            "--git-sha",
+            "abcdef1",
+            "--approver-key",
+            "alice",
+            "--",
+            "cat",
+        ],
+    )
+    assert key.exit_code == 2 and "APPROVER_ID=PUBLIC_KEY_FILE" in key.output
+
+
+def test_without_the_extra_the_command_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "jevqueue.plugins.mcp", None)
+    result = CliRunner().invoke(main, ["mcp-proxy", "--", "cat"])
+    assert result.exit_code == 1
+    assert 'pip install "jevqueue[mcp]"' in result.output
+    assert "demo" in CliRunner().invoke(main, ["--help"]).output  # the rest still works
+
+
+def test_the_public_surface() -> None:
+    assert sorted(plugin.__all__) == [
+        "APPROVALS_META_KEY",
+        "CallJudge",
+        "Judgement",
+        "PendingApprovals",
+        "PolicyProxyServer",
+        "Upstream",
+        "UpstreamStoppedError",
+        "describe_tools",
+        "describe_upstream",
+        "suggest_specs",
+        "tool_spec",
+    ]
+    assert "cannot" in (plugin.__doc__ or "")
+    for claim in (
+        "model's choice of tool",
+        "cache ``tools/list``",
+        "ignore ``isError``",
+        "beyond its arguments",
+    ):
+        assert claim in " ".join((plugin.__doc__ or "").split())
