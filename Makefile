@@ -31,10 +31,25 @@ lint: $(STAMP)
 	mkdir -p $(VENV)/typecheck && ln -sfn $(CURDIR)/core $(VENV)/typecheck/jevqueue
 	MYPYPATH=$(VENV)/typecheck $(BIN)/mypy -p jevqueue
 
-bench: $(STAMP)
-	$(BIN)/python bench/governor.py
-	$(BIN)/python bench/routing.py
-	$(BIN)/python bench/policy.py
+# --- benchmarks -------------------------------------------------------------------
+# The peers the policy benchmark measures beside jevqueue live in a venv of their own,
+# so the test venv never depends on them.
+BENCH_VENV  := .venv-bench
+BENCH_BIN   := $(BENCH_VENV)/bin
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+$(BENCH_STAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_BIN)/python -m pip install --quiet --upgrade pip uv
+	$(BENCH_BIN)/uv pip install --quiet --python $(BENCH_BIN)/python -e ".[all,bench]"
+	$(BENCH_BIN)/uv pip install --quiet --python $(BENCH_BIN)/python --no-deps "bfcl-eval==2026.3.23"
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BENCH_BIN)/python bench/governor.py
+	$(BENCH_BIN)/python bench/routing.py
+	$(BENCH_BIN)/python bench/policy.py
+	$(BENCH_BIN)/python bench/audit_throughput.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info

@@ -89,6 +89,9 @@ END
 """
 
 
+# Each durability setting as SQLite's synchronous level (WAL mode).
+_SYNCHRONOUS = {"machine": "FULL", "process": "NORMAL"}
+
 # How many forks this process is away from the one that imported this module: a handle
 # opened in a parent must not be used in a child. Counted at fork time, so the check on
 # every append costs no system call.
@@ -155,15 +158,19 @@ class SQLiteAuditLog(ChainedAuditLog):
     also anchors the end of the log: rows deleted from the tail show up in
     :func:`~jevqueue.audit.verify_audit_log`.
 
-    Durability: the default ``synchronous="NORMAL"`` in WAL mode makes every committed
-    record survive a crash of the process (the record is in the WAL file before
-    :meth:`append` returns); an operating-system crash or power loss can lose the last
-    records committed since the most recent WAL sync. ``synchronous="FULL"`` syncs the WAL
-    on every commit and survives those too, at the price of one ``fsync`` per decision.
+    Durability is a named setting:
+
+    * ``"process"`` (``synchronous=NORMAL`` in WAL mode): a committed record is in the WAL
+      file before :meth:`append` returns, so it survives a crash of the process; an
+      operating-system crash or a power loss can lose the records committed since the
+      last WAL sync.
+    * ``"machine"``: the WAL is synced to the disk (``synchronous=FULL``) before
+      :meth:`append` returns, so a record survives a power loss too, at the price of one
+      ``fsync`` per commit.
 
     Args:
         path: the database file; its directory is created if missing.
-        synchronous: ``"NORMAL"`` (default) or ``"FULL"``, as above.
+        durability: ``"process"`` or ``"machine"``, as above.
         timeout: seconds to wait for another writer before the append fails.
 
     Raises:
@@ -174,13 +181,17 @@ class SQLiteAuditLog(ChainedAuditLog):
         self,
         path: str | os.PathLike[str],
         *,
-        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        durability: Literal["machine", "process"] = "process",
         timeout: float = 10.0,
     ) -> None:
-        if synchronous not in ("NORMAL", "FULL"):
-            raise ConfigurationError('synchronous must be "NORMAL" or "FULL"')
+        if durability not in _SYNCHRONOUS:
+            raise ConfigurationError(
+                f'durability must be "machine" (fsync before the call may run) or "process" '
+                f"(survives a crash of the process), not {durability!r}"
+            )
         self.path = Path(path)
-        self.synchronous = synchronous
+        self.durability: Literal["machine", "process"] = durability
+        self.synchronous = _SYNCHRONOUS[durability]
         self._timeout = timeout
         self._lock = threading.Lock()
         self._forks = _forks
