@@ -444,12 +444,15 @@ def us(nanoseconds: float) -> str:
 
 def figure(samples: list[Sample], field: str = "cpu_median") -> str:
     summary = summarise([getattr(sample, field) for sample in samples])
-    return f"{us(summary.median)} [{us(summary.low)}–{us(summary.high)}]"
+    return f"{us(summary.median)} [{us(summary.low)}-{us(summary.high)}]"
 
 
 def ratio(mine: list[Sample], theirs: list[Sample], field: str = "cpu_median") -> Any:
     return summarise(
-        [getattr(other, field) / getattr(own, field) for own, other in zip(mine, theirs)]
+        [
+            getattr(other, field) / getattr(own, field)
+            for own, other in zip(mine, theirs, strict=True)
+        ]
     )
 
 
@@ -474,7 +477,7 @@ def report(results: dict[str, Any], command: str) -> bool:
     print(f"Before: {results['load_before']}  ")
     print(f"After: {results['load_after']}\n")
     names = list(next(iter(samples.values())))
-    print("CPU per call, µs: median of the round medians [lowest–highest round]; outcome.\n")
+    print("CPU per call, µs: median of the round medians [lowest-highest round]; outcome.\n")
     print("| contestant | " + " | ".join(CASES) + " |")
     print("|---|" + "---:|" * len(CASES))
     for name in names:
@@ -486,7 +489,7 @@ def report(results: dict[str, Any], command: str) -> bool:
                 met = False
             cells.append(f"{figure(runs)} ({'/'.join(sorted(outcomes))})")
         print(f"| {name} | " + " | ".join(cells) + " |")
-    print("\nWall time per call, µs (median of the round medians [lowest–highest]):\n")
+    print("\nWall time per call, µs (median of the round medians [lowest-highest]):\n")
     print("| contestant | " + " | ".join(CASES) + " |")
     print("|---|" + "---:|" * len(CASES))
     for name in names:
@@ -500,12 +503,12 @@ def report(results: dict[str, Any], command: str) -> bool:
         checks.append(
             (
                 f"{case}, no audit, <= {limit:.0f} µs CPU: {us(cpu.median)} µs "
-                f"(rounds {us(cpu.low)}–{us(cpu.high)})",
+                f"(rounds {us(cpu.low)}-{us(cpu.high)})",
                 cpu.median / 1000 <= limit,
             )
         )
     if have_peers:
-        print("\nCPU ratios, archmage-ai over jevqueue, per round: median [lowest–highest].\n")
+        print("\nCPU ratios, archmage-ai over jevqueue, per round: median [lowest-highest].\n")
         print("| comparison | " + " | ".join(CASES) + " |")
         print("|---|" + "---:|" * len(CASES))
         default = f"jevqueue + SQLite {results['default_durability']}-durable"
@@ -515,7 +518,7 @@ def report(results: dict[str, Any], command: str) -> bool:
             cells = []
             for case in CASES:
                 r = ratio(samples[case][ours], samples[case][theirs])
-                cells.append(f"{r.median:.1f}x [{r.low:.1f}–{r.high:.1f}]")
+                cells.append(f"{r.median:.1f}x [{r.low:.1f}-{r.high:.1f}]")
             print(f"| {label} | " + " | ".join(cells) + " |")
         print("\nWall-clock ratios, same pairs:\n")
         print("| comparison | " + " | ".join(CASES) + " |")
@@ -524,7 +527,7 @@ def report(results: dict[str, Any], command: str) -> bool:
             cells = []
             for case in CASES:
                 r = ratio(samples[case][ours], samples[case][theirs], "wall_median")
-                cells.append(f"{r.median:.1f}x [{r.low:.1f}–{r.high:.1f}]")
+                cells.append(f"{r.median:.1f}x [{r.low:.1f}-{r.high:.1f}]")
             print(f"| {label} | " + " | ".join(cells) + " |")
         for label in ("collector", "durable defaults"):
             ours, theirs = pairs[label]
@@ -543,12 +546,14 @@ def report(results: dict[str, Any], command: str) -> bool:
     added = summarise(
         [
             with_file.cpu_median - base.cpu_median
-            for base, with_file in zip(file_rounds["defaults"], file_rounds["defaults + acme.toml"])
+            for base, with_file in zip(
+                file_rounds["defaults"], file_rounds["defaults + acme.toml"], strict=True
+            )
         ]
     )
     print(
         f"\nA policy file with the five rules of the docs/policy.md example adds "
-        f"{us(added.median)} µs [{us(added.low)}–{us(added.high)}] of CPU to an allowed write "
+        f"{us(added.median)} µs [{us(added.low)}-{us(added.high)}] of CPU to an allowed write "
         f"({figure(file_rounds['defaults'])} -> {figure(file_rounds['defaults + acme.toml'])} "
         "µs, no audit).\n"
     )
