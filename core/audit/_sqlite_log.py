@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -107,6 +109,15 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_count_fork)
 
 
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    """Whether ``error`` is SQLite's "database is locked" (or "is busy")."""
+    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (any extended code)
+    text = str(error)
+    return "database is locked" in text or "database is busy" in text or "is locked" in text
+
+
 def row_to_record(row: tuple[Any, ...]) -> AuditRecord:
     """Turn an ``audit_log`` row (in :data:`COLUMNS` order) into a record.
 
@@ -200,30 +211,54 @@ class SQLiteAuditLog(ChainedAuditLog):
         self._connection: sqlite3.Connection | None = self._open()
 
     def _open(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(
                 self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
             )
-            mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()
-            if mode is None or str(mode[0]).lower() != "wal":
-                raise sqlite3.OperationalError("the file system does not support WAL mode")
-            connection.execute(f"PRAGMA synchronous={self.synchronous}")
-            connection.executescript(SCHEMA)
-            # The head row exists from the start, so each append moves it with a cheap UPDATE.
-            if connection.execute(_HEAD).fetchone() is None:
-                connection.execute(
-                    "INSERT OR IGNORE INTO audit_head (id, count, record_hash) VALUES (0, 0, ?)",
-                    (GENESIS_HASH,),
-                )
-            connection.execute(_HEAD_TRIGGER)
+            deadline = time.monotonic() + self._timeout
+            pause = 0.001
+            while True:
+                try:
+                    self._prepare(connection)
+                    break
+                except sqlite3.OperationalError as error:
+                    # Processes creating the same new log at once: switching the file to WAL
+                    # needs a lock that SQLite does not wait for (its busy handler is
+                    # skipped where waiting could deadlock), so it answers "database is
+                    # locked" at once. The other process finishes in microseconds: retry.
+                    if not _is_busy(error) or time.monotonic() >= deadline:
+                        raise
+                time.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 2, 0.05)
             self._cursor = connection.cursor()
         except (sqlite3.Error, OSError) as error:
+            if connection is not None:
+                connection.close()
             raise ConfigurationError(
                 f"cannot open the audit log {str(self.path)!r} ({type(error).__name__}: "
                 f"{error}): pass a writable path to a SQLite file (or a new file name)"
             ) from error
         return connection
+
+    def _prepare(self, connection: sqlite3.Connection) -> None:
+        """WAL mode, the durability level, the schema, the head row and the trigger.
+
+        Every step is idempotent, so a step that found the file locked is simply rerun.
+        """
+        mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+        if mode is None or str(mode[0]).lower() != "wal":
+            raise sqlite3.DatabaseError("the file system does not support WAL mode")
+        connection.execute(f"PRAGMA synchronous={self.synchronous}")
+        connection.executescript(SCHEMA)
+        # The head row exists from the start, so each append moves it with a cheap UPDATE.
+        if connection.execute(_HEAD).fetchone() is None:
+            connection.execute(
+                "INSERT OR IGNORE INTO audit_head (id, count, record_hash) VALUES (0, 0, ?)",
+                (GENESIS_HASH,),
+            )
+        connection.execute(_HEAD_TRIGGER)
 
     def _current(self) -> sqlite3.Connection:
         if self._connection is None:
