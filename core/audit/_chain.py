@@ -69,20 +69,24 @@ class AuditChain:
             AuditWriteError: the event is malformed or the sink failed. Nothing was
                 recorded, so the decision it describes must not take effect.
         """
+        if self._log is not None:
+            # The log keeps the chain itself, and several threads appending at once share
+            # one commit: holding this chain's lock around the write would defeat that.
+            record = self._write_to_log(self._log, event)
+            with self._lock:
+                self._head = record.record_hash
+            return record
         with self._lock:
-            if self._log is not None:
-                record = self._write_to_log(self._log, event)
-            else:
-                record = AuditRecord.chained(event, self._head)
-                try:
-                    assert self._write is not None
-                    self._write(record.to_dict())
-                except Exception as error:
-                    raise AuditWriteError(
-                        f"the audit sink {type(self.sink).__name__} failed "
-                        f"({type(error).__name__}: {error}); the decision was not recorded "
-                        "and its call is denied"
-                    ) from error
+            record = AuditRecord.chained(event, self._head)
+            try:
+                assert self._write is not None
+                self._write(record.to_dict())
+            except Exception as error:
+                raise AuditWriteError(
+                    f"the audit sink {type(self.sink).__name__} failed "
+                    f"({type(error).__name__}: {error}); the decision was not recorded "
+                    "and its call is denied"
+                ) from error
             self._head = record.record_hash
             return record
 
@@ -116,16 +120,18 @@ class AuditChain:
         lock = self._lock
 
         def append(*fields: Any) -> None:
+            # No chain lock around the write: concurrent decisions share one commit.
+            try:
+                record_hash = append_decision(*fields)
+            except AuditWriteError:
+                raise
+            except Exception as error:
+                raise AuditWriteError(
+                    f"the audit log {type(log).__name__} failed ({type(error).__name__}: "
+                    f"{error}); the decision was not recorded and its call is denied"
+                ) from error
             with lock:
-                try:
-                    self._head = append_decision(*fields)
-                except AuditWriteError:
-                    raise
-                except Exception as error:
-                    raise AuditWriteError(
-                        f"the audit log {type(log).__name__} failed ({type(error).__name__}: "
-                        f"{error}); the decision was not recorded and its call is denied"
-                    ) from error
+                self._head = record_hash
 
         return append
 
