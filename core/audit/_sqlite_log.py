@@ -177,28 +177,33 @@ class _Entry:
 class SQLiteAuditLog(ChainedAuditLog):
     """Hash-chained decision records in one SQLite file (WAL), one row per decision.
 
-    Each :meth:`append` is one committed transaction that inserts the row and moves the
-    chain head (count and last hash, kept in ``audit_head``) together. The row is stored
-    only if the head is still the record's ``prev_hash``; when another writer moved it in
-    the meantime, the append takes the write lock (``BEGIN IMMEDIATE``), reads the head and
-    chains the record to it. So several threads and several processes can append to the
-    same file and still form a single chain, and reopening the file resumes it. The head
-    also anchors the end of the log: rows deleted from the tail show up in
-    :func:`~jevqueue.audit.verify_audit_log`.
+    Each record is stored together with the chain head (count and last hash, kept in
+    ``audit_head``) in one committed transaction. A record is stored only if the head is
+    still its ``prev_hash``; when another writer moved it in the meantime, the writer takes
+    the write lock (``BEGIN IMMEDIATE``), reads the head and chains the record to it. So
+    several threads and several processes can append to the same file and still form a
+    single chain, and reopening the file resumes it. The head also anchors the end of the
+    log: rows deleted from the tail show up in :func:`~jevqueue.audit.verify_audit_log`.
+
+    Group commit: threads appending at the same time share one transaction and one sync
+    (the first becomes the writer, the others queue behind it and go into the next
+    commit), and each :meth:`append` returns only once the transaction holding its own
+    record has committed. A record that cannot be built fails alone; a commit that fails
+    fails every record in it, and none of them is stored.
 
     Durability is a named setting:
 
+    * ``"machine"`` (the default): the WAL is synced to the disk (``synchronous=FULL``)
+      before :meth:`append` returns, so a record survives a power loss or an
+      operating-system crash, as the decision it justifies may already have taken effect.
+      It costs one ``fsync`` per commit (shared by concurrent callers).
     * ``"process"`` (``synchronous=NORMAL`` in WAL mode): a committed record is in the WAL
-      file before :meth:`append` returns, so it survives a crash of the process; an
-      operating-system crash or a power loss can lose the records committed since the
-      last WAL sync.
-    * ``"machine"``: the WAL is synced to the disk (``synchronous=FULL``) before
-      :meth:`append` returns, so a record survives a power loss too, at the price of one
-      ``fsync`` per commit.
+      file before :meth:`append` returns, so it survives a crash of the process; a power
+      loss can lose the records committed since the last WAL sync. No sync per commit.
 
     Args:
         path: the database file; its directory is created if missing.
-        durability: ``"process"`` or ``"machine"``, as above.
+        durability: ``"machine"`` (default) or ``"process"``, as above.
         timeout: seconds to wait for another writer before the append fails.
 
     Raises:
@@ -209,7 +214,7 @@ class SQLiteAuditLog(ChainedAuditLog):
         self,
         path: str | os.PathLike[str],
         *,
-        durability: Literal["machine", "process"] = "process",
+        durability: Literal["machine", "process"] = "machine",
         timeout: float = 10.0,
     ) -> None:
         if durability not in _SYNCHRONOUS:
