@@ -34,7 +34,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 from jevqueue.canonical import canonical_arguments, encode_json_string
 from jevqueue.context import ExecutionContext
 from jevqueue.errors import InvalidToolArgumentsError, UnsupportedTypeError
@@ -345,7 +344,10 @@ def _schema_error(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
     validator = spec.validator
     if _plainly_valid(validator.schema, arguments):
         return
-    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    # A validator exists, so jsonschema is loaded already (see ToolSpec).
+    from jsonschema.exceptions import best_match
+
+    error = best_match(validator.iter_errors(arguments))
     if error is None:
         return
     where = "/" + "/".join(str(part) for part in error.absolute_path)
