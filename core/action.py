@@ -170,6 +170,15 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
                 climbed = _resolve_above(workspace_root, value)
                 if climbed is not None:
                     return climbed
+        elif value.startswith(workspace_root) and workspace_root != "/":
+            # An absolute path inside the resolved workspace (a working directory, say):
+            # the workspace's own segments need no lookup, only those below it.
+            if len(value) == len(workspace_root):
+                return workspace_root
+            if value[len(workspace_root)] == "/":
+                below = _resolve_below(workspace_root, value[len(workspace_root) + 1 :])
+                if below is not None:
+                    return below
         return os.path.realpath(joined)
     if "//" not in joined and "/." not in joined and joined[-1] != "/":
         return joined  # no empty, "." or ".." segment: already normal

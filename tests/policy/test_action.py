@@ -429,3 +429,23 @@ def test_a_climbing_target_gets_the_digest_and_verdict_of_the_full_walk(
         patch.setattr(action_module, "_resolve_above", lambda root, relative: None)
         walked = judge()
     assert fast == walked
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_SEGMENTS), min_size=0, max_size=4))
+def test_absolute_targets_inside_the_workspace_resolve_exactly_as_realpath(
+    link_tree: str, segments: list[str]
+) -> None:
+    absolute = "/".join([link_tree, *segments])
+    assert resolve_path(absolute, link_tree, on_disk=True) == os.path.realpath(absolute)
+
+
+def test_an_absolute_target_that_only_starts_like_the_workspace_is_resolved_in_full(
+    tmp_path: Path,
+) -> None:
+    root = os.path.realpath(tmp_path / "ws")
+    os.mkdir(root)
+    os.mkdir(f"{root}-sibling")
+    os.symlink(f"{root}-sibling", f"{root}2")
+    assert resolve_path(f"{root}2/x", root, on_disk=True) == f"{root}-sibling/x"
+    assert resolve_path(f"{root}-sibling/x", root, on_disk=True) == f"{root}-sibling/x"
