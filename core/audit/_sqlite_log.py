@@ -438,6 +438,8 @@ class SQLiteAuditLog(ChainedAuditLog):
     # returns only once the transaction with its record has committed.
 
     def _commit(self, build: _Build) -> object:
+        if self._forks != _forks:
+            self._after_fork()
         entry = _Entry(build)
         with self._queue:
             self._pending.append(entry)
@@ -458,6 +460,18 @@ class SQLiteAuditLog(ChainedAuditLog):
         if entry.error is not None:
             raise entry.error
         return entry.result
+
+    def _after_fork(self) -> None:
+        """In a forked child: forget the parent's queue and locks.
+
+        A parent thread that was writing when the process forked does not exist in the
+        child, but its queue entries, its leadership and its held locks were copied; the
+        child starts over with its own (its connection is reopened by :meth:`_current`).
+        """
+        self._io = threading.Lock()
+        self._queue = threading.Condition(threading.Lock())
+        self._pending = []
+        self._leading = False
 
     def _write(self, batch: list[_Entry]) -> None:
         """Store ``batch`` in one transaction; mark every entry done (result or error)."""
@@ -559,6 +573,8 @@ class SQLiteAuditLog(ChainedAuditLog):
 
     def records(self) -> Iterator[AuditRecord]:
         """Yield the stored records in chain order (oldest first)."""
+        if self._forks != _forks:
+            self._after_fork()
         with self._io:
             rows = (
                 self._current()
@@ -569,6 +585,8 @@ class SQLiteAuditLog(ChainedAuditLog):
             yield row_to_record(row)
 
     def __len__(self) -> int:
+        if self._forks != _forks:
+            self._after_fork()
         with self._io:
             head = self._current().execute(_HEAD).fetchone()
         return 0 if head is None else int(head[0])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 import threading
 import time
@@ -132,3 +134,39 @@ def test_a_failed_commit_fails_every_caller_in_it(tmp_path: Path, event: Event) 
     results = run_threads(4, lambda index: log.append(event(index)))
     assert all(isinstance(value, AuditWriteError) for value in results), results
     assert verify_audit_log(path, expected_count=1).ok
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_a_parent_thread_writes_appends_on_its_own(
+    tmp_path: Path, event: Event
+) -> None:
+    path = tmp_path / "audit.sqlite3"
+    log = SQLiteAuditLog(path)
+    log.append(event(0))
+    assert log._connection is not None
+    writing = threading.Event()
+    release = threading.Event()
+
+    def hold(statement: str) -> None:  # the parent's writer stops inside its commit
+        if statement.startswith("INSERT INTO audit_log") and not writing.is_set():
+            writing.set()
+            release.wait(10)
+
+    log._connection.set_trace_callback(hold)
+    writer = threading.Thread(target=lambda: log.append(event(1)))
+    writer.start()
+    assert writing.wait(10)
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        signal.alarm(20)  # waiting for the parent's writer would hang: SIGALRM ends it
+        try:
+            log.append(event(2))
+            os._exit(0)
+        except BaseException:
+            os._exit(4)
+    release.set()
+    writer.join(10)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    log.close()
+    assert verify_audit_log(path, expected_count=3).ok
