@@ -285,11 +285,17 @@ class Contestants:
         if not peers:
             return
 
-        import archmage
-        import cedarpy
-        from agent_os.policies.evaluator import PolicyEvaluator
-        from agent_os.policies.schema import PolicyDocument
-        from archmage.adapters import GenericAdapter as ArchmageAdapter
+        try:
+            import archmage
+            import cedarpy
+            from agent_os.policies.evaluator import PolicyEvaluator
+            from agent_os.policies.schema import PolicyDocument
+            from archmage.adapters import GenericAdapter as ArchmageAdapter
+        except ImportError as error:
+            raise SystemExit(
+                f"the peers are not installed ({error}): run `make bench`, which builds "
+                '.venv-bench with `pip install -e ".[all,bench]"`, or pass --no-peers'
+            ) from error
 
         if archmage.__version__ != ARCHMAGE_VERSION:
             raise SystemExit(
