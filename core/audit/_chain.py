@@ -66,7 +66,12 @@ class AuditChain:
 
     @property
     def head(self) -> str:
-        """The hash of the last record this chain wrote (or the starting hash)."""
+        """The hash of the last record this chain wrote (or the starting hash).
+
+        Over a :class:`~jevqueue.audit.ChainedAuditLog` written by several threads at once,
+        it is the hash of a record of the latest commit, not necessarily its last record:
+        the log itself holds the chain's order.
+        """
         return self._head
 
     def append(self, event: Mapping[str, Any]) -> AuditRecord:
