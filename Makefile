@@ -70,10 +70,25 @@ test-hermes: $(HERMES_STAMP)
 	PYTHONSAFEPATH=1 $(HERMES_BIN)/python -m pytest -q -p no:cacheprovider tests/plugins/hermes
 # --- end of the Hermes block ------------------------------------------------------------
 
-bench: $(STAMP)
-	$(BIN)/python bench/governor.py
-	$(BIN)/python bench/routing.py
-	$(BIN)/python bench/policy.py
+# --- benchmarks -------------------------------------------------------------------
+# The peers the policy benchmark measures beside jevqueue live in a venv of their own,
+# so the test venv never depends on them.
+BENCH_VENV  := .venv-bench
+BENCH_BIN   := $(BENCH_VENV)/bin
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+$(BENCH_STAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_BIN)/python -m pip install --quiet --upgrade pip uv
+	$(BENCH_BIN)/uv pip install --quiet --python $(BENCH_BIN)/python -e ".[all,bench]"
+	$(BENCH_BIN)/uv pip install --quiet --python $(BENCH_BIN)/python --no-deps "bfcl-eval==2026.3.23"
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BENCH_BIN)/python bench/governor.py
+	$(BENCH_BIN)/python bench/routing.py
+	$(BENCH_BIN)/python bench/policy.py
+	$(BENCH_BIN)/python bench/audit_throughput.py
 
 # --- MCP: the second major, and the third-party servers the MCP tests run -------------
 # mcp 2.x cannot share .venv with crewai (crewai pins mcp<2), so a small second venv holds
@@ -96,4 +111,4 @@ test-mcp2: $(MCP2_STAMP) $(NPM_STAMP)
 	$(MCP2_BIN)/python -m pytest -q -p no:cacheprovider tests/plugins/mcp
 
 clean:
-	rm -rf $(VENV) $(HERMES_VENV) $(MCP2_VENV) .npm-tools build *.egg-info
+	rm -rf $(VENV) $(HERMES_VENV) $(MCP2_VENV) $(BENCH_VENV) .npm-tools build *.egg-info

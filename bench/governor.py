@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import os
 import platform
 import statistics
 import sys
@@ -252,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"python {platform.python_version()} on {platform.machine()}, "
         f"{len(all_tools)} distinct bfcl tools available; "
-        f"{iterations} timed decisions per cell after {warmup} warm-up"
+        f"{iterations} timed decisions per cell after {warmup} warm-up; load average "
+        + " / ".join(f"{value:.2f}" for value in os.getloadavg())
     )
     if not args.step_only:
         latency_table(all_tools, questions, iterations=iterations, warmup=warmup)
@@ -309,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         "'rotating': a new request each turn, over 8. The fixed ballot row is the governor's "
         "own cost; the difference is the lexical ballot's."
     )
+    print("load average after: " + " / ".join(f"{value:.2f}" for value in os.getloadavg()))
     return 0
 
 

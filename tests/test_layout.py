@@ -125,6 +125,23 @@ def test_importing_jevqueue_is_cheap() -> None:
     assert out.stdout.strip() == "[]", f"`import jevqueue` pulled in {out.stdout.strip()}"
 
 
+def test_judging_a_call_without_a_schema_never_imports_jsonschema() -> None:
+    # jsonschema takes about a tenth of a second to import: only a schema needs it.
+    code = (
+        "import sys, tempfile\n"
+        "from jevqueue import PolicyEnforcementPoint, create_default_policy_decision_point\n"
+        "from jevqueue.adapters import GenericAdapter\n"
+        "gate = GenericAdapter(PolicyEnforcementPoint(create_default_policy_decision_point()))\n"
+        "context = {'task_id': 't', 'actor_id': 'a', 'git_sha': '0' * 40,\n"
+        "           'environment': 'local', 'workspace': tempfile.gettempdir()}\n"
+        "assert gate.intercept_tool_call('write_to_file', {'TargetFile': 'x.py',\n"
+        "                                'CodeContent': 'x = 1'}, context) is True\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'jsonschema'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", f"judging a call imported {out.stdout.strip()}"
+
+
 def test_all_lists_exactly_the_lazy_exports() -> None:
     import jevqueue
 

@@ -7,7 +7,14 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from jevqueue.audit._record import GENESIS_HASH, AuditRecord, decision_event
+from jevqueue.audit._record import (
+    _UTC_Z,
+    GENESIS_HASH,
+    AuditRecord,
+    decision_event,
+    plain_list,
+    plain_record_hash,
+)
 from jevqueue.audit._sink import ChainedAuditLog
 from jevqueue.errors import AuditWriteError, ConfigurationError
 
@@ -59,7 +66,12 @@ class AuditChain:
 
     @property
     def head(self) -> str:
-        """The hash of the last record this chain wrote (or the starting hash)."""
+        """The hash of the last record this chain wrote (or the starting hash).
+
+        Over a :class:`~jevqueue.audit.ChainedAuditLog` written by several threads at once,
+        it is the hash of a record of the latest commit, not necessarily its last record:
+        the log itself holds the chain's order.
+        """
         return self._head
 
     def append(self, event: Mapping[str, Any]) -> AuditRecord:
@@ -69,20 +81,24 @@ class AuditChain:
             AuditWriteError: the event is malformed or the sink failed. Nothing was
                 recorded, so the decision it describes must not take effect.
         """
+        if self._log is not None:
+            # The log keeps the chain itself, and several threads appending at once share
+            # one commit: holding this chain's lock around the write would defeat that.
+            record = self._write_to_log(self._log, event)
+            with self._lock:
+                self._head = record.record_hash
+            return record
         with self._lock:
-            if self._log is not None:
-                record = self._write_to_log(self._log, event)
-            else:
-                record = AuditRecord.chained(event, self._head)
-                try:
-                    assert self._write is not None
-                    self._write(record.to_dict())
-                except Exception as error:
-                    raise AuditWriteError(
-                        f"the audit sink {type(self.sink).__name__} failed "
-                        f"({type(error).__name__}: {error}); the decision was not recorded "
-                        "and its call is denied"
-                    ) from error
+            record = AuditRecord.chained(event, self._head)
+            try:
+                assert self._write is not None
+                self._write(record.to_dict())
+            except Exception as error:
+                raise AuditWriteError(
+                    f"the audit sink {type(self.sink).__name__} failed "
+                    f"({type(error).__name__}: {error}); the decision was not recorded "
+                    "and its call is denied"
+                ) from error
             self._head = record.record_hash
             return record
 
@@ -100,14 +116,17 @@ class AuditChain:
     log = append
 
     def _decision_appender(self) -> Callable[..., None] | None:
-        """The enforcement point's faster route into an exact :class:`SQLiteAuditLog`.
+        """The enforcement point's faster route, field by field, into the sink.
 
         Returns a function taking the fields of :meth:`SQLiteAuditLog._append_decision`
-        that appends them exactly as :meth:`append` would append them as an event, or
-        ``None`` when the sink is anything else (subclasses included: they may store
-        records their own way).
+        that appends them exactly as :meth:`append` would append them as an event: into
+        an exact :class:`SQLiteAuditLog`, or into a plain ``append``/``log`` sink through
+        the in-memory chain. ``None`` for any other chained log (subclasses included: they
+        may store records their own way).
         """
         log = self._log
+        if log is None:
+            return self._memory_appender()
         # An SQLiteAuditLog exists only once its module is loaded: no import here.
         module = sys.modules.get("jevqueue.audit._sqlite_log")
         if module is None or type(log) is not module.SQLiteAuditLog:
@@ -116,16 +135,141 @@ class AuditChain:
         lock = self._lock
 
         def append(*fields: Any) -> None:
+            # No chain lock around the write: concurrent decisions share one commit.
+            try:
+                record_hash = append_decision(*fields)
+            except AuditWriteError:
+                raise
+            except Exception as error:
+                raise AuditWriteError(
+                    f"the audit log {type(log).__name__} failed ({type(error).__name__}: "
+                    f"{error}); the decision was not recorded and its call is denied"
+                ) from error
             with lock:
+                self._head = record_hash
+
+        return append
+
+    def _memory_appender(self) -> Callable[..., None]:
+        """The in-memory chain's route: the record's dict built from the fields directly.
+
+        The sink receives the very dict :meth:`append` would give it (``to_dict()`` of the
+        record, same keys in the same order), without the event dict and the record
+        object in between. Fields of any other shape take :meth:`append` itself.
+        """
+        write = self._write
+        assert write is not None
+        lock = self._lock
+        sink_name = type(self.sink).__name__
+
+        def append(
+            decision_id: Any,
+            timestamp: Any,
+            action_digest: Any,
+            tool: Any,
+            result: Any,
+            allowed: Any,
+            reasons: Any,
+            obligations: Any,
+            rule_ids: Any,
+            policy_revision: Any,
+            task_id: Any,
+            actor_id: Any,
+            environment: Any,
+            workspace: Any,
+            git_sha: Any,
+        ) -> None:
+            reasons_json = plain_list(reasons)
+            obligations_json = plain_list(obligations)
+            rule_ids_json = plain_list(rule_ids)
+            if (
+                reasons_json is None
+                or obligations_json is None
+                or rule_ids_json is None
+                or type(decision_id) is not str
+                or not decision_id
+                or type(timestamp) is not str
+                or type(action_digest) is not str
+                or type(tool) is not str
+                or type(result) is not str
+                or not result
+                or (allowed is not True and allowed is not False)
+                or type(policy_revision) is not str
+                or type(task_id) is not str
+                or type(actor_id) is not str
+                or type(environment) is not str
+                or type(workspace) is not str
+                or type(git_sha) is not str
+                or _UTC_Z.fullmatch(timestamp) is None
+            ):
+                self.append(
+                    {
+                        "decision_id": decision_id,
+                        "timestamp": timestamp,
+                        "action_digest": action_digest,
+                        "tool": tool,
+                        "result": result,
+                        "allowed": allowed,
+                        "reasons": reasons,
+                        "obligations": obligations,
+                        "rule_ids": rule_ids,
+                        "policy_revision": policy_revision,
+                        "task_id": task_id,
+                        "actor_id": actor_id,
+                        "environment": environment,
+                        "workspace": workspace,
+                        "git_sha": git_sha,
+                    }
+                )
+                return
+            with lock:
+                prev_hash = self._head
+                record_hash = plain_record_hash(
+                    decision_id,
+                    timestamp,
+                    action_digest,
+                    tool,
+                    result,
+                    allowed,
+                    reasons_json,
+                    obligations_json,
+                    rule_ids_json,
+                    policy_revision,
+                    task_id,
+                    actor_id,
+                    environment,
+                    workspace,
+                    git_sha,
+                    prev_hash,
+                )
+                # The keys and their order of AuditRecord.to_dict().
+                record = {
+                    "decision_id": decision_id,
+                    "timestamp": timestamp,
+                    "action_digest": action_digest,
+                    "tool": tool,
+                    "result": result,
+                    "policy_revision": policy_revision,
+                    "task_id": task_id,
+                    "actor_id": actor_id,
+                    "environment": environment,
+                    "workspace": workspace,
+                    "git_sha": git_sha,
+                    "prev_hash": prev_hash,
+                    "reasons": list(reasons),
+                    "obligations": list(obligations),
+                    "rule_ids": list(rule_ids),
+                    "allowed": allowed,
+                    "record_hash": record_hash,
+                }
                 try:
-                    self._head = append_decision(*fields)
-                except AuditWriteError:
-                    raise
+                    write(record)
                 except Exception as error:
                     raise AuditWriteError(
-                        f"the audit log {type(log).__name__} failed ({type(error).__name__}: "
+                        f"the audit sink {sink_name} failed ({type(error).__name__}: "
                         f"{error}); the decision was not recorded and its call is denied"
                     ) from error
+                self._head = record_hash
 
         return append
 

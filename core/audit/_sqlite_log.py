@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -89,6 +91,9 @@ END
 """
 
 
+# Each durability setting as SQLite's synchronous level (WAL mode).
+_SYNCHRONOUS = {"machine": "FULL", "process": "NORMAL"}
+
 # How many forks this process is away from the one that imported this module: a handle
 # opened in a parent must not be used in a child. Counted at fork time, so the check on
 # every append costs no system call.
@@ -102,6 +107,15 @@ def _count_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_count_fork)
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    """Whether ``error`` is SQLite's "database is locked" (or "is busy")."""
+    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (any extended code)
+    text = str(error)
+    return "database is locked" in text or "database is busy" in text or "is locked" in text
 
 
 def row_to_record(row: tuple[Any, ...]) -> AuditRecord:
@@ -143,27 +157,53 @@ def _row(record: AuditRecord) -> tuple[Any, ...]:
     )
 
 
+# Builds one record's row from the hash it chains to: (APPEND parameters, record hash,
+# what the caller gets back).
+_Build = Callable[[str], tuple[tuple[Any, ...], str, object]]
+
+
+class _Entry:
+    """One record waiting for a group commit, and what became of it."""
+
+    __slots__ = ("build", "done", "error", "result")
+
+    def __init__(self, build: _Build) -> None:
+        self.build = build
+        self.done = False
+        self.result: object = None
+        self.error: BaseException | None = None
+
+
 class SQLiteAuditLog(ChainedAuditLog):
     """Hash-chained decision records in one SQLite file (WAL), one row per decision.
 
-    Each :meth:`append` is one committed transaction that inserts the row and moves the
-    chain head (count and last hash, kept in ``audit_head``) together. The row is stored
-    only if the head is still the record's ``prev_hash``; when another writer moved it in
-    the meantime, the append takes the write lock (``BEGIN IMMEDIATE``), reads the head and
-    chains the record to it. So several threads and several processes can append to the
-    same file and still form a single chain, and reopening the file resumes it. The head
-    also anchors the end of the log: rows deleted from the tail show up in
-    :func:`~jevqueue.audit.verify_audit_log`.
+    Each record is stored together with the chain head (count and last hash, kept in
+    ``audit_head``) in one committed transaction. A record is stored only if the head is
+    still its ``prev_hash``; when another writer moved it in the meantime, the writer takes
+    the write lock (``BEGIN IMMEDIATE``), reads the head and chains the record to it. So
+    several threads and several processes can append to the same file and still form a
+    single chain, and reopening the file resumes it. The head also anchors the end of the
+    log: rows deleted from the tail show up in :func:`~jevqueue.audit.verify_audit_log`.
 
-    Durability: the default ``synchronous="NORMAL"`` in WAL mode makes every committed
-    record survive a crash of the process (the record is in the WAL file before
-    :meth:`append` returns); an operating-system crash or power loss can lose the last
-    records committed since the most recent WAL sync. ``synchronous="FULL"`` syncs the WAL
-    on every commit and survives those too, at the price of one ``fsync`` per decision.
+    Group commit: threads appending at the same time share one transaction and one sync
+    (the first becomes the writer, the others queue behind it and go into the next
+    commit), and each :meth:`append` returns only once the transaction holding its own
+    record has committed. A record that cannot be built fails alone; a commit that fails
+    fails every record in it, and none of them is stored.
+
+    Durability is a named setting:
+
+    * ``"machine"`` (the default): the WAL is synced to the disk (``synchronous=FULL``)
+      before :meth:`append` returns, so a record survives a power loss or an
+      operating-system crash, as the decision it justifies may already have taken effect.
+      It costs one ``fsync`` per commit (shared by concurrent callers).
+    * ``"process"`` (``synchronous=NORMAL`` in WAL mode): a committed record is in the WAL
+      file before :meth:`append` returns, so it survives a crash of the process; a power
+      loss can lose the records committed since the last WAL sync. No sync per commit.
 
     Args:
         path: the database file; its directory is created if missing.
-        synchronous: ``"NORMAL"`` (default) or ``"FULL"``, as above.
+        durability: ``"machine"`` (default) or ``"process"``, as above.
         timeout: seconds to wait for another writer before the append fails.
 
     Raises:
@@ -174,45 +214,77 @@ class SQLiteAuditLog(ChainedAuditLog):
         self,
         path: str | os.PathLike[str],
         *,
-        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        durability: Literal["machine", "process"] = "machine",
         timeout: float = 10.0,
     ) -> None:
-        if synchronous not in ("NORMAL", "FULL"):
-            raise ConfigurationError('synchronous must be "NORMAL" or "FULL"')
+        if durability not in _SYNCHRONOUS:
+            raise ConfigurationError(
+                f'durability must be "machine" (fsync before the call may run) or "process" '
+                f"(survives a crash of the process), not {durability!r}"
+            )
         self.path = Path(path)
-        self.synchronous = synchronous
+        self.durability: Literal["machine", "process"] = durability
+        self.synchronous = _SYNCHRONOUS[durability]
         self._timeout = timeout
-        self._lock = threading.Lock()
+        # _io guards the connection; _queue the records waiting for a group commit.
+        self._io = threading.Lock()
+        self._queue = threading.Condition(threading.Lock())
+        self._pending: list[_Entry] = []
+        self._leading = False
         self._forks = _forks
         # The last record_hash this connection saw at the head: the prev_hash to try first.
         self._head: str | None = None
         self._connection: sqlite3.Connection | None = self._open()
 
     def _open(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(
                 self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
             )
-            mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()
-            if mode is None or str(mode[0]).lower() != "wal":
-                raise sqlite3.OperationalError("the file system does not support WAL mode")
-            connection.execute(f"PRAGMA synchronous={self.synchronous}")
-            connection.executescript(SCHEMA)
-            # The head row exists from the start, so each append moves it with a cheap UPDATE.
-            if connection.execute(_HEAD).fetchone() is None:
-                connection.execute(
-                    "INSERT OR IGNORE INTO audit_head (id, count, record_hash) VALUES (0, 0, ?)",
-                    (GENESIS_HASH,),
-                )
-            connection.execute(_HEAD_TRIGGER)
+            deadline = time.monotonic() + self._timeout
+            pause = 0.001
+            while True:
+                try:
+                    self._prepare(connection)
+                    break
+                except sqlite3.OperationalError as error:
+                    # Processes creating the same new log at once: switching the file to WAL
+                    # needs a lock that SQLite does not wait for (its busy handler is
+                    # skipped where waiting could deadlock), so it answers "database is
+                    # locked" at once. The other process finishes in microseconds: retry.
+                    if not _is_busy(error) or time.monotonic() >= deadline:
+                        raise
+                time.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 2, 0.05)
             self._cursor = connection.cursor()
         except (sqlite3.Error, OSError) as error:
+            if connection is not None:
+                connection.close()
             raise ConfigurationError(
                 f"cannot open the audit log {str(self.path)!r} ({type(error).__name__}: "
                 f"{error}): pass a writable path to a SQLite file (or a new file name)"
             ) from error
         return connection
+
+    def _prepare(self, connection: sqlite3.Connection) -> None:
+        """WAL mode, the durability level, the schema, the head row and the trigger.
+
+        Every step is idempotent, so a step that found the file locked is simply rerun.
+        """
+        mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+        if mode is None or str(mode[0]).lower() != "wal":
+            raise sqlite3.DatabaseError("the file system does not support WAL mode")
+        connection.execute(f"PRAGMA synchronous={self.synchronous}")
+        connection.executescript(SCHEMA)
+        # The head row exists from the start, so each append moves it with a cheap UPDATE.
+        if connection.execute(_HEAD).fetchone() is None:
+            connection.execute(
+                "INSERT OR IGNORE INTO audit_head (id, count, record_hash) VALUES (0, 0, ?)",
+                (GENESIS_HASH,),
+            )
+        connection.execute(_HEAD_TRIGGER)
 
     def _current(self) -> sqlite3.Connection:
         if self._connection is None:
@@ -226,40 +298,22 @@ class SQLiteAuditLog(ChainedAuditLog):
         return self._connection
 
     def append(self, event: Mapping[str, Any]) -> AuditRecord:
-        """Chain and store one decision event in its own committed transaction.
+        """Chain and store one decision event; return once it is durable.
 
-        The record is chained to the head this log saw last and stored by one statement
-        that inserts it only if that is still the head; when another writer moved the head
-        in between, the head is read again under the write lock and the record rebuilt.
+        Appends from several threads at once share one transaction and one sync (group
+        commit); each still returns only after the transaction holding its record has
+        committed, and a record that fails to build fails alone.
 
         Raises:
             AuditWriteError: the record could not be written; nothing was stored.
         """
-        with self._lock:
-            connection = self._current()
-            prev_hash = self._head
-            if prev_hash is not None:
-                record = AuditRecord.chained(event, prev_hash)
-                try:
-                    before = connection.total_changes
-                    self._cursor.execute(_APPEND, _row(record))
-                    changes = connection.total_changes - before
-                except sqlite3.Error as error:
-                    self._head = None
-                    raise self._write_error(error) from error
-                if changes == 2:  # the row and the head
-                    self._head = record.record_hash
-                    return record
-                if changes != 0:  # pragma: no cover - a trigger of the file interfered
-                    self._head = None
-                    raise AuditWriteError(
-                        f"the audit log {str(self.path)!r} did not store the record and move "
-                        "its head together as expected (a trigger in the file?); the call is "
-                        "denied: check the log with `jevqueue audit verify`"
-                    )
-            record = self._append_locked(connection, event)
-            self._head = record.record_hash
-            return record
+
+        def build(prev_hash: str) -> tuple[tuple[Any, ...], str, object]:
+            record = AuditRecord.chained(event, prev_hash)
+            return _row(record), record.record_hash, record
+
+        result: AuditRecord = self._commit(build)  # type: ignore[assignment]
+        return result
 
     def _append_decision(
         self,
@@ -285,8 +339,7 @@ class SQLiteAuditLog(ChainedAuditLog):
         for the same fields as an event, without building the event, the record object
         or the lists' JSON twice. ``timestamp`` must already be in the record's form
         (``YYYY-MM-DDTHH:MM:SS.ffffffZ``). Anything unusual (a value that is not an exact
-        ``str``, a list of something else, another writer having moved the head) takes
-        the general route.
+        ``str``, a list of something else) takes the general route.
 
         Raises:
             AuditWriteError: the record could not be written; nothing was stored.
@@ -313,118 +366,203 @@ class SQLiteAuditLog(ChainedAuditLog):
             or type(workspace) is not str
             or type(git_sha) is not str
         ):
-            reasons_json = None
-        with self._lock:
-            connection = self._current()
-            prev_hash = self._head
-            if prev_hash is not None and reasons_json is not None:
-                assert obligations_json is not None and rule_ids_json is not None
-                record_hash = plain_record_hash(
-                    decision_id,
-                    timestamp,
-                    action_digest,
-                    tool,
-                    result,
-                    allowed,
-                    reasons_json,
-                    obligations_json,
-                    rule_ids_json,
-                    policy_revision,
-                    task_id,
-                    actor_id,
-                    environment,
-                    workspace,
-                    git_sha,
-                    prev_hash,
-                )
-                try:
-                    before = connection.total_changes
-                    self._cursor.execute(
-                        _APPEND,
-                        (
-                            decision_id,
-                            timestamp,
-                            action_digest,
-                            tool,
-                            result,
-                            reasons_json,
-                            obligations_json,
-                            rule_ids_json,
-                            policy_revision,
-                            task_id,
-                            actor_id,
-                            environment,
-                            workspace,
-                            git_sha,
-                            1 if allowed else 0,
-                            prev_hash,
-                            record_hash,
-                            prev_hash,
-                        ),
-                    )
-                    changes = connection.total_changes - before
-                except sqlite3.Error as error:
-                    self._head = None
-                    raise self._write_error(error) from error
-                if changes == 2:  # the row and the head
-                    self._head = record_hash
-                    return record_hash
-                self._head = None  # another writer moved the head: read it under the lock
-                if changes != 0:  # pragma: no cover - a trigger of the file interfered
-                    raise AuditWriteError(
-                        f"the audit log {str(self.path)!r} did not store the record and move "
-                        "its head together as expected (a trigger in the file?); the call is "
-                        "denied: check the log with `jevqueue audit verify`"
-                    )
-        event = {
-            "decision_id": decision_id,
-            "timestamp": timestamp,
-            "action_digest": action_digest,
-            "tool": tool,
-            "result": result,
-            "allowed": allowed,
-            "reasons": reasons,
-            "obligations": obligations,
-            "rule_ids": rule_ids,
-            "policy_revision": policy_revision,
-            "task_id": task_id,
-            "actor_id": actor_id,
-            "environment": environment,
-            "workspace": workspace,
-            "git_sha": git_sha,
-        }
-        return self.append(event).record_hash
+            event = {
+                "decision_id": decision_id,
+                "timestamp": timestamp,
+                "action_digest": action_digest,
+                "tool": tool,
+                "result": result,
+                "allowed": allowed,
+                "reasons": reasons,
+                "obligations": obligations,
+                "rule_ids": rule_ids,
+                "policy_revision": policy_revision,
+                "task_id": task_id,
+                "actor_id": actor_id,
+                "environment": environment,
+                "workspace": workspace,
+                "git_sha": git_sha,
+            }
+            return self.append(event).record_hash
+        allowed_column = 1 if allowed else 0
 
-    def _append_locked(
-        self, connection: sqlite3.Connection, event: Mapping[str, Any]
-    ) -> AuditRecord:
-        """Append under ``BEGIN IMMEDIATE``, chained to the head read inside it."""
+        def build(prev_hash: str) -> tuple[tuple[Any, ...], str, object]:
+            record_hash = plain_record_hash(
+                decision_id,
+                timestamp,
+                action_digest,
+                tool,
+                result,
+                allowed,
+                reasons_json,
+                obligations_json,
+                rule_ids_json,
+                policy_revision,
+                task_id,
+                actor_id,
+                environment,
+                workspace,
+                git_sha,
+                prev_hash,
+            )
+            row = (
+                decision_id,
+                timestamp,
+                action_digest,
+                tool,
+                result,
+                reasons_json,
+                obligations_json,
+                rule_ids_json,
+                policy_revision,
+                task_id,
+                actor_id,
+                environment,
+                workspace,
+                git_sha,
+                allowed_column,
+                prev_hash,
+                record_hash,
+                prev_hash,
+            )
+            return row, record_hash, record_hash
+
+        record_hash: str = self._commit(build)  # type: ignore[assignment]
+        return record_hash
+
+    # --- group commit -----------------------------------------------------------------
+    #
+    # A caller queues its record and, when no other thread is writing, becomes the
+    # leader: it takes every queued record and stores them in one transaction with one
+    # sync. Callers that arrive meanwhile queue up for the next transaction. Every caller
+    # returns only once the transaction with its record has committed.
+
+    def _commit(self, build: _Build) -> object:
+        if self._forks != _forks:
+            self._after_fork()
+        entry = _Entry(build)
+        with self._queue:
+            self._pending.append(entry)
+            while self._leading and not entry.done:
+                self._queue.wait()
+            if not entry.done:
+                self._leading = True
+                batch, self._pending = self._pending, []
+            else:
+                batch = []
+        if batch:
+            try:
+                self._write(batch)
+            finally:
+                with self._queue:
+                    self._leading = False
+                    self._queue.notify_all()
+        if entry.error is not None:
+            raise entry.error
+        return entry.result
+
+    def _after_fork(self) -> None:
+        """In a forked child: forget the parent's queue and locks.
+
+        A parent thread that was writing when the process forked does not exist in the
+        child, but its queue entries, its leadership and its held locks were copied; the
+        child starts over with its own (its connection is reopened by :meth:`_current`).
+        """
+        self._io = threading.Lock()
+        self._queue = threading.Condition(threading.Lock())
+        self._pending = []
+        self._leading = False
+
+    def _write(self, batch: list[_Entry]) -> None:
+        """Store ``batch`` in one transaction; mark every entry done (result or error)."""
+        try:
+            with self._io:
+                connection = self._current()
+                if len(batch) == 1 and self._head is not None and self._append_one(batch[0]):
+                    return
+                self._append_locked(connection, batch)
+        except AuditWriteError as error:
+            for entry in batch:
+                if not entry.done:
+                    entry.error = error
+        finally:
+            for entry in batch:
+                entry.done = True
+
+    def _append_one(self, entry: _Entry) -> bool:
+        """One record in one autocommit statement, chained to the cached head.
+
+        Returns False when another writer moved the head (nothing was stored).
+        """
+        prev_hash = self._head
+        assert prev_hash is not None
+        try:
+            row, record_hash, result = entry.build(prev_hash)
+        except Exception as error:  # the record itself is malformed: it alone fails
+            entry.error = error
+            return True
+        connection = self._connection
+        assert connection is not None
+        try:
+            before = connection.total_changes
+            self._cursor.execute(_APPEND, row)
+            changes = connection.total_changes - before
+        except sqlite3.Error as error:
+            self._head = None
+            raise self._write_error(error) from error
+        if changes == 2:  # the row and the head
+            self._head = record_hash
+            entry.result = result
+            return True
+        self._head = None  # another writer moved the head: read it under the lock
+        if changes != 0:  # pragma: no cover - a trigger of the file interfered
+            raise AuditWriteError(
+                f"the audit log {str(self.path)!r} did not store the record and move "
+                "its head together as expected (a trigger in the file?); the call is "
+                "denied: check the log with `jevqueue audit verify`"
+            )
+        return False
+
+    def _append_locked(self, connection: sqlite3.Connection, batch: list[_Entry]) -> None:
+        """Append ``batch`` under ``BEGIN IMMEDIATE``, chained to the head read inside it."""
         try:
             connection.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
+            self._head = None
             raise AuditWriteError(
                 f"cannot lock the audit log {str(self.path)!r} ({error}); the decision "
                 "was not recorded and its call is denied"
             ) from error
+        stored: list[tuple[_Entry, object]] = []
         try:
             head = connection.execute(_HEAD).fetchone()
             if head is None:
                 raise sqlite3.DatabaseError("the audit_head row is missing")
-            record = AuditRecord.chained(event, head[1])
-            before = connection.total_changes
-            connection.execute(_APPEND, _row(record))
-            if connection.total_changes - before != 2:
-                raise sqlite3.DatabaseError("the record or the head was not stored")
+            prev_hash = head[1]
+            for entry in batch:
+                try:
+                    row, record_hash, result = entry.build(prev_hash)
+                except Exception as error:  # a malformed record fails alone
+                    entry.error = error
+                    entry.done = True
+                    continue
+                before = connection.total_changes
+                self._cursor.execute(_APPEND, row)
+                if connection.total_changes - before != 2:
+                    raise sqlite3.DatabaseError("the record or the head was not stored")
+                stored.append((entry, result))
+                prev_hash = record_hash
             connection.execute("COMMIT")
         except BaseException as error:
+            self._head = None
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
-            if isinstance(error, AuditWriteError):
-                raise
             if not isinstance(error, Exception):
                 raise
             raise self._write_error(error) from error
-        return record
+        self._head = prev_hash
+        for entry, result in stored:
+            entry.result = result
 
     def _write_error(self, error: BaseException) -> AuditWriteError:
         return AuditWriteError(
@@ -435,7 +573,9 @@ class SQLiteAuditLog(ChainedAuditLog):
 
     def records(self) -> Iterator[AuditRecord]:
         """Yield the stored records in chain order (oldest first)."""
-        with self._lock:
+        if self._forks != _forks:
+            self._after_fork()
+        with self._io:
             rows = (
                 self._current()
                 .execute(f"SELECT {', '.join(COLUMNS)} FROM audit_log ORDER BY seq")
@@ -445,13 +585,15 @@ class SQLiteAuditLog(ChainedAuditLog):
             yield row_to_record(row)
 
     def __len__(self) -> int:
-        with self._lock:
+        if self._forks != _forks:
+            self._after_fork()
+        with self._io:
             head = self._current().execute(_HEAD).fetchone()
         return 0 if head is None else int(head[0])
 
     def close(self) -> None:
         """Close the connection; later appends raise :class:`AuditWriteError`."""
-        with self._lock:
+        with self._io:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None

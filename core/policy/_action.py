@@ -34,7 +34,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 from jevqueue.errors import InvalidToolArgumentsError, UnsupportedTypeError
 from jevqueue.policy._canonical import canonical_arguments, encode_json_string
 from jevqueue.policy._context import ExecutionContext
@@ -120,6 +119,34 @@ def _resolve_below(root: str, relative: str) -> str | None:
     return path
 
 
+def _resolve_above(root: str, relative: str) -> str | None:
+    """``os.path.realpath(root + "/" + relative)`` for a resolved ``root`` and a relative
+    path of leading ``..`` segments followed by normal ones; ``None`` for any other shape.
+
+    ``root`` holds no link (it is the resolved workspace), so each leading ``..`` is its
+    lexical parent (stopping at the filesystem root), as ``realpath`` would find by looking
+    up every segment of the whole path: only the segments after the ``..`` are looked up.
+    """
+    segments = relative.split("/")
+    up = 0
+    while segments[up] == "..":
+        up += 1
+        if up == len(segments):
+            return None
+    rest = "/".join(segments[up:])
+    base = root
+    for _ in range(up):
+        base = base[: base.rfind("/")]  # "" stands for the filesystem root
+        if not base:
+            break
+    below = _resolve_below(base, rest)
+    if below is not None:
+        return below
+    if not _NOT_NORMAL.isdisjoint(segments[up:]):
+        return None  # another ".." (or "", ".") further on: resolve it in full
+    return os.path.realpath(f"{base}/{rest}")  # a link below the climb
+
+
 def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
     """Resolve one path argument against the workspace.
 
@@ -139,6 +166,19 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
             below = _resolve_below(workspace_root, value)
             if below is not None:
                 return below
+            if value.startswith("../"):
+                climbed = _resolve_above(workspace_root, value)
+                if climbed is not None:
+                    return climbed
+        elif value.startswith(workspace_root) and workspace_root != "/":
+            # An absolute path inside the resolved workspace (a working directory, say):
+            # the workspace's own segments need no lookup, only those below it.
+            if len(value) == len(workspace_root):
+                return workspace_root
+            if value[len(workspace_root)] == "/":
+                below = _resolve_below(workspace_root, value[len(workspace_root) + 1 :])
+                if below is not None:
+                    return below
         return os.path.realpath(joined)
     if "//" not in joined and "/." not in joined and joined[-1] != "/":
         return joined  # no empty, "." or ".." segment: already normal
@@ -313,7 +353,10 @@ def _schema_error(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
     validator = spec.validator
     if _plainly_valid(validator.schema, arguments):
         return
-    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    # A validator exists, so jsonschema is loaded already (see ToolSpec).
+    from jsonschema.exceptions import best_match
+
+    error = best_match(validator.iter_errors(arguments))
     if error is None:
         return
     where = "/" + "/".join(str(part) for part in error.absolute_path)

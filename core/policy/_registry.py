@@ -22,8 +22,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-import jsonschema.validators
 from jevqueue.errors import ConfigurationError, UnregisteredToolError
 from jevqueue.policy._canonical import encode_json_string, encode_prevalidated
 
@@ -153,10 +151,14 @@ class ToolSpec:
         if self.schema is not None:
             if not isinstance(self.schema, Mapping):
                 raise ConfigurationError(f"tool {self.name!r}: schema must be a mapping")
-            validator_class = jsonschema.validators.validator_for(self.schema)
+            # Imported here, when the first schema is checked: jsonschema costs about a
+            # tenth of a second to import, which a policy without schemas never needs.
+            from jsonschema import SchemaError, validators
+
+            validator_class = validators.validator_for(self.schema)
             try:
                 validator_class.check_schema(self.schema)
-            except jsonschema.SchemaError as error:
+            except SchemaError as error:
                 raise ConfigurationError(
                     f"tool {self.name!r}: the schema is not a valid JSON Schema ({error.message})"
                 ) from None

@@ -239,3 +239,104 @@ def test_decision_event_takes_everything_from_verdict_and_action() -> None:
     assert record.rule_ids == ("r",)
     assert (record.workspace, record.git_sha, record.allowed) == ("/workspace/p", "abcdef0", False)
     assert decision_event(verdict)["tool"] == ""
+
+
+class _Collector:
+    """Seed 002's AuditCollector: a plain ``log(event)`` sink."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def log(self, event: Any) -> None:
+        self.events.append(event)
+
+
+_TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["ALLOW", "DENY", "ALLOW_WITH_OBLIGATIONS"]),
+            st.booleans(),
+            st.lists(_TEXT, max_size=3),
+            st.lists(_TEXT, max_size=2).map(tuple),
+            _TEXT,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_the_in_memory_field_route_gives_the_sink_what_append_gives_it(
+    decisions: list[tuple[str, bool, list[str], tuple[str, ...], str]],
+) -> None:
+    fast_sink, slow_sink = _Collector(), _Collector()
+    fast, slow = AuditChain(fast_sink), AuditChain(slow_sink)
+    appender = fast._decision_appender()
+    assert appender is not None
+    for index, (result, allowed, reasons, obligations, text) in enumerate(decisions):
+        fields = {
+            "decision_id": f"id-{index}",
+            "timestamp": "2026-01-02T03:04:05.000006Z",
+            "action_digest": "sha256:" + "ab" * 32,
+            "tool": text or "write_to_file",
+            "result": result,
+            "allowed": allowed,
+            "reasons": reasons,
+            "obligations": obligations,
+            "rule_ids": ("jevqueue.workspace",),
+            "policy_revision": "sha256:" + "cd" * 32,
+            "task_id": "task-42",
+            "actor_id": text,
+            "environment": "local",
+            "workspace": "/workspace/project",
+            "git_sha": "0" * 40,
+        }
+        appender(*fields.values())
+        slow.append(fields)
+    assert fast_sink.events == slow_sink.events
+    assert [list(event) for event in fast_sink.events] == [
+        list(event) for event in slow_sink.events
+    ]  # same keys, same order
+    assert fast.head == slow.head == fast_sink.events[-1]["record_hash"]
+    previous = GENESIS_HASH
+    for event in fast_sink.events:
+        record = AuditRecord.from_dict(event)
+        assert record.prev_hash == previous and record.computed_hash() == record.record_hash
+        previous = record.record_hash
+
+
+def test_the_in_memory_field_route_takes_append_for_unusual_fields() -> None:
+    sink = _Collector()
+    chain = AuditChain(sink)
+    appender = chain._decision_appender()
+    assert appender is not None
+    # a datetime-shaped timestamp that is not in the record's form: append normalises it
+    appender(
+        "id-1", "2026-01-02T03:04:05.000006+00:00", "sha256:" + "ab" * 32, "t", "ALLOW",
+        True, [], [], [], "", "a", "b", "local", "/w", "",
+    )  # fmt: skip
+    assert sink.events[0]["timestamp"] == "2026-01-02T03:04:05.000006Z"
+    with pytest.raises(AuditWriteError):
+        appender(
+            "id-2", "2026-01-02T03:04:05.000006Z", "d", "t", "", True, [], [], [], "", "a",
+            "b", "local", "/w", "",
+        )  # fmt: skip
+    assert len(sink.events) == 1
+
+
+def test_a_failing_sink_on_the_in_memory_field_route_denies() -> None:
+    class Broken:
+        def log(self, event: Any) -> None:
+            raise OSError("disk full")
+
+    chain = AuditChain(Broken())
+    appender = chain._decision_appender()
+    assert appender is not None
+    with pytest.raises(AuditWriteError, match="Broken failed"):
+        appender(
+            "id-1", "2026-01-02T03:04:05.000006Z", "d", "t", "ALLOW", True, [], [], [], "",
+            "a", "b", "local", "/w", "",
+        )  # fmt: skip
+    assert chain.head == GENESIS_HASH

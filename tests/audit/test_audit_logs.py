@@ -177,14 +177,25 @@ def test_sqlite_write_failure_raises_and_stores_nothing(tmp_path: Path, event: E
     impatient.close()
 
 
-def test_sqlite_uses_wal_and_the_chosen_synchronous_level(tmp_path: Path) -> None:
-    log = SQLiteAuditLog(tmp_path / "a.sqlite3", synchronous="FULL")
+@pytest.mark.parametrize(("durability", "level"), [("machine", 2), ("process", 1)])
+def test_sqlite_uses_wal_and_the_durability_it_is_given(
+    tmp_path: Path, durability: str, level: int
+) -> None:
+    log = SQLiteAuditLog(tmp_path / "a.sqlite3", durability=durability)  # type: ignore[arg-type]
+    assert log.durability == durability
+    # synchronous is a setting of the connection: read it on the log's own (2 = FULL).
+    assert log._connection is not None
+    assert log._connection.execute("PRAGMA synchronous").fetchone()[0] == level
     connection = sqlite3.connect(tmp_path / "a.sqlite3")
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     connection.close()
     log.close()
-    with pytest.raises(ConfigurationError, match="synchronous"):
-        SQLiteAuditLog(tmp_path / "b.sqlite3", synchronous="OFF")  # type: ignore[arg-type]
+
+
+def test_sqlite_refuses_an_unknown_durability(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match='durability must be "machine"'):
+        SQLiteAuditLog(tmp_path / "b.sqlite3", durability="FULL")  # type: ignore[arg-type]
+    assert not (tmp_path / "b.sqlite3").exists()
 
 
 def test_sqlite_refuses_a_file_that_is_not_a_database(tmp_path: Path) -> None:

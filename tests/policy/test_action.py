@@ -5,10 +5,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import jevqueue.policy._action as action_module
 import pytest
 import rfc8785
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from jevqueue import create_default_policy_decision_point
 from jevqueue.errors import (
     ArgumentsTooDeepError,
     InvalidContextError,
@@ -370,3 +372,86 @@ def test_rules_get_a_private_copy_of_the_arguments() -> None:
     assert action.arguments == nested
     action.arguments["ReplacementChunks"][0]["ReplacementContent"] = "z"
     assert nested["ReplacementChunks"][0]["ReplacementContent"] == "y"
+
+
+_CLIMB_SEGMENTS = [
+    *("ws", "deep", "mid", "sib", "f", "new", ".hidden"),
+    *("lnk", "out", "dangling", "up"),
+    *("", ".", ".."),
+]
+
+
+@pytest.fixture(scope="module")
+def climb_tree(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A resolved workspace three levels down, with directories, files and links around it."""
+    base = tmp_path_factory.mktemp("climb")
+    mid = base / "mid"
+    root = mid / "deep" / "ws"
+    (root / "sib").mkdir(parents=True)
+    (mid / "sib" / ".hidden").mkdir(parents=True)
+    (base / "outside").mkdir()
+    (mid / "f").write_text("")
+    (mid / "deep" / "f").write_text("")
+    (mid / "lnk").symlink_to(mid / "sib")
+    (mid / "deep" / "out").symlink_to(base / "outside")
+    (mid / "deep" / "dangling").symlink_to(base / "missing")
+    (mid / "sib" / "up").symlink_to("../deep")
+    return os.path.realpath(root)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=40),
+    st.lists(st.sampled_from(_CLIMB_SEGMENTS), min_size=0, max_size=4),
+)
+def test_leading_dot_dot_resolves_exactly_as_realpath(
+    climb_tree: str, up: int, segments: list[str]
+) -> None:
+    # Up to forty ".." climb past the filesystem root, where realpath stops too.
+    relative = "/".join(["..", *([".."] * (up - 1)), *segments])
+    expected = os.path.realpath(f"{climb_tree}/{relative}")
+    assert resolve_path(relative, climb_tree, on_disk=True) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=4),
+    st.lists(st.sampled_from(_CLIMB_SEGMENTS), min_size=1, max_size=4),
+)
+def test_a_climbing_target_gets_the_digest_and_verdict_of_the_full_walk(
+    climb_tree: str, up: int, segments: list[str]
+) -> None:
+    relative = "/".join([*([".."] * up), *segments])
+    ctx = context_mapping(workspace=climb_tree)
+    pdp = create_default_policy_decision_point()
+
+    def judge() -> tuple[str, tuple[str, ...], object, tuple[str, ...]]:
+        action = Action.build(GENERIC, "write_to_file", {"TargetFile": relative}, ctx)
+        verdict = pdp.evaluate(action)
+        return action.digest, action.targets, verdict.kind, verdict.rule_ids
+
+    fast = judge()
+    with pytest.MonkeyPatch.context() as patch:  # the resolution before: realpath in full
+        patch.setattr(action_module, "_resolve_above", lambda root, relative: None)
+        walked = judge()
+    assert fast == walked
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_SEGMENTS), min_size=0, max_size=4))
+def test_absolute_targets_inside_the_workspace_resolve_exactly_as_realpath(
+    link_tree: str, segments: list[str]
+) -> None:
+    absolute = "/".join([link_tree, *segments])
+    assert resolve_path(absolute, link_tree, on_disk=True) == os.path.realpath(absolute)
+
+
+def test_an_absolute_target_that_only_starts_like_the_workspace_is_resolved_in_full(
+    tmp_path: Path,
+) -> None:
+    root = os.path.realpath(tmp_path / "ws")
+    os.mkdir(root)
+    os.mkdir(f"{root}-sibling")
+    os.symlink(f"{root}-sibling", f"{root}2")
+    assert resolve_path(f"{root}2/x", root, on_disk=True) == f"{root}-sibling/x"
+    assert resolve_path(f"{root}-sibling/x", root, on_disk=True) == f"{root}-sibling/x"
