@@ -1,0 +1,405 @@
+"""The fleet's audit log: one hash chain in PostgreSQL, appended by many processes and hosts."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from jevqueue.audit._record import GENESIS_HASH, AuditRecord, json_string_list
+from jevqueue.audit._sink import ChainedAuditLog
+from jevqueue.audit._sqlite_log import COLUMNS
+from jevqueue.db._connection import database_url, driver, open_pool, quoted_schema, redacted
+from jevqueue.db._migrations import DEFAULT_SCHEMA, check_schema
+from jevqueue.errors import AuditReadError, AuditWriteError, ConfigurationError
+
+__all__ = ["PostgresAuditLog", "read_postgres_log"]
+
+_TYPES = (
+    "bigint",
+    *("text" for _ in range(14)),
+    "boolean",
+    "text",
+    "text",
+)
+assert len(_TYPES) == len(COLUMNS)
+
+
+class _Pending:
+    """One caller's record waiting for the next group commit."""
+
+    __slots__ = ("error", "record", "written")
+
+    def __init__(self, record: AuditRecord) -> None:
+        self.record = record
+        self.written: AuditRecord | None = None
+        self.error: AuditWriteError | None = None
+
+
+class PostgresAuditLog(ChainedAuditLog):
+    """Hash-chained decision records in PostgreSQL: one chain for a whole fleet.
+
+    The records, their columns and their hashes are exactly those of
+    :class:`~jevqueue.audit.SQLiteAuditLog`, so :func:`~jevqueue.audit.verify_audit_log`
+    (``jevqueue audit verify postgresql://...``) checks both the same way, and
+    ``jevqueue audit export`` turns either into a verifiable JSONL file.
+
+    **One chain, whoever writes.** An append is one transaction that locks the single
+    ``audit_head`` row (``SELECT ... FOR UPDATE``), chains its records to the head it read,
+    inserts them and moves the head, and commits. Every writer on every host queues on that
+    row lock, so records form one chain with neither forks nor gaps; a transaction that
+    fails or whose connection drops leaves nothing behind (PostgreSQL rolls it back), and
+    the head is never read before it is committed.
+
+    **Durable before the call runs.** :meth:`append` returns only after ``COMMIT`` returned
+    with ``synchronous_commit = on`` (the record is flushed to the server's WAL, and to a
+    synchronous standby when one is configured). Any failure — the server unreachable, a
+    dropped connection, a statement or lock timeout, a full disk, a failover — raises
+    :class:`~jevqueue.errors.AuditWriteError`, which the PEP turns into a denial. If the
+    connection drops *during* ``COMMIT``, the record may have been stored although the
+    call is denied: the log can hold a decision that did not take effect, never lack one
+    that did.
+
+    **Group commit.** Threads sharing one log object do not queue for a flush each: the
+    first caller becomes the leader and writes, in one transaction, every record that
+    arrived while the previous transaction was committing (at most ``max_batch``); the
+    others wait for it. Across processes, PostgreSQL's own WAL flushing is shared by
+    concurrent commits.
+
+    **Recovery.** Connections come from a :class:`psycopg_pool.ConnectionPool` that drops
+    broken connections and reconnects in the background, so once the database is back the
+    next append succeeds without a restart of the worker. A forked child opens its own pool.
+
+    The schema must have been created with :func:`jevqueue.db.migrate`
+    (``jevqueue db migrate``); it is checked on the first append.
+
+    Args:
+        url: a libpq connection string; default ``$JEVQUEUE_DATABASE_URL``.
+        schema: the schema holding jevqueue's tables.
+        statement_timeout: seconds any statement (a wait for the head's lock included) may
+            take before the append fails.
+        connect_timeout: seconds to wait for a connection before the append fails.
+        max_batch: the most records one group commit writes.
+        pool_size: the most connections this object opens.
+
+    Raises:
+        ConfigurationError: no URL, a malformed one, or impossible settings.
+        ImportError: the ``postgres`` extra is missing.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        statement_timeout: float = 5.0,
+        connect_timeout: float = 5.0,
+        max_batch: int = 256,
+        pool_size: int = 4,
+    ) -> None:
+        self.url = database_url(url)
+        quoted_schema(schema)
+        if not statement_timeout > 0 or not connect_timeout > 0:
+            raise ConfigurationError("statement_timeout and connect_timeout must be positive")
+        if (
+            type(max_batch) is not int
+            or max_batch < 1
+            or type(pool_size) is not int
+            or (pool_size < 1)
+        ):
+            raise ConfigurationError("max_batch and pool_size must be positive integers")
+        self.schema = schema
+        self.statement_timeout = statement_timeout
+        self.connect_timeout = connect_timeout
+        self.max_batch = max_batch
+        self.pool_size = pool_size
+        self.path = redacted(self.url)
+        s = quoted_schema(schema)
+        self._lock_head = (
+            f"BEGIN; SELECT count, record_hash FROM {s}.audit_head WHERE id = 0 FOR UPDATE"
+        )
+        arrays = ", ".join(f"%s::{kind}[]" for kind in _TYPES)
+        self._insert = (
+            f"WITH moved AS (UPDATE {s}.audit_head SET count = %s, record_hash = %s "
+            f"WHERE id = 0 RETURNING 1) "
+            f"INSERT INTO {s}.audit_log ({', '.join(COLUMNS)}) SELECT * FROM unnest({arrays})"
+        )
+        self._select = f"SELECT {', '.join(COLUMNS)} FROM {s}.audit_log ORDER BY seq"
+        self._count = f"SELECT count FROM {s}.audit_head WHERE id = 0"
+        self._psycopg, _ = driver()
+        self._mutex = threading.Lock()
+        self._wake = threading.Condition(self._mutex)
+        self._queue: list[_Pending] = []
+        self._leading = False
+        self._closed = False
+        self._schema_checked = False
+        self._pid = os.getpid()
+        self._pool: Any = None
+        self._abandoned: list[Any] = []
+
+    # --- connections ------------------------------------------------------------------
+
+    def _pool_now(self) -> Any:
+        if self._closed:
+            raise AuditWriteError(
+                f"the audit log {self.path} is closed; open a new PostgresAuditLog"
+            )
+        if self._pool is not None and self._pid != os.getpid():
+            # A forked child must not talk over its parent's sockets; keep the parent's pool
+            # referenced so that collecting it never closes them from here.
+            self._abandoned.append(self._pool)
+            self._pool = None
+        if self._pool is None:
+            self._pid = os.getpid()
+            self._pool = open_pool(
+                self.url,
+                name=f"audit-{self.schema}",
+                max_size=self.pool_size,
+                connect_timeout=self.connect_timeout,
+                statement_timeout=self.statement_timeout,
+            )
+        return self._pool
+
+    def _connection(self) -> Any:
+        pool = self._pool_now()
+        try:
+            connection = pool.getconn(timeout=self.connect_timeout)
+        except Exception as error:
+            raise self._failure("cannot reach the database", error) from error
+        if not self._schema_checked:
+            try:
+                check_schema(connection, self.url, self.schema)
+            except ConfigurationError as error:
+                pool.putconn(connection)
+                raise AuditWriteError(
+                    f"{error}; until then no decision can be recorded and every call is denied"
+                ) from error
+            except Exception as error:
+                pool.putconn(connection)
+                raise self._failure("cannot read the schema version", error) from error
+            self._schema_checked = True
+        return connection
+
+    def _failure(self, what: str, error: BaseException) -> AuditWriteError:
+        return AuditWriteError(
+            f"the audit log {self.path}: {what} ({type(error).__name__}: "
+            f"{str(error).strip() or 'no detail'}); the decision was not recorded and its "
+            "call is denied"
+        )
+
+    # --- appending --------------------------------------------------------------------
+
+    def append(self, event: Mapping[str, Any]) -> AuditRecord:
+        """Chain one decision event and store it, committed, before returning.
+
+        Raises:
+            AuditWriteError: the event is malformed, or the record could not be committed
+                (the call is denied).
+        """
+        # Checked and completed (decision id, timestamp) in the caller's thread, so one
+        # malformed event fails alone and not the group commit it would have joined.
+        pending = _Pending(AuditRecord.chained(event, GENESIS_HASH))
+        with self._wake:
+            if self._closed:
+                raise AuditWriteError(
+                    f"the audit log {self.path} is closed; open a new PostgresAuditLog"
+                )
+            self._queue.append(pending)
+            while self._leading and pending.written is None and pending.error is None:
+                self._wake.wait()
+            if pending.written is not None:
+                return pending.written
+            if pending.error is not None:
+                raise pending.error
+            self._leading = True
+        try:
+            while pending.written is None and pending.error is None:
+                with self._wake:
+                    batch = self._queue[: self.max_batch]
+                    del self._queue[: self.max_batch]
+                try:
+                    written = self._write(batch)
+                except AuditWriteError as error:
+                    for item in batch:
+                        item.error = error
+                except BaseException as error:  # interrupted: nobody may run on this batch
+                    failure = self._failure("the write was interrupted", error)
+                    for item in batch:
+                        item.error = failure
+                    raise
+                else:
+                    for item, record in zip(batch, written, strict=True):
+                        item.written = record
+                with self._wake:
+                    self._wake.notify_all()
+        finally:
+            with self._wake:  # hand over: a waiting caller whose record is queued leads next
+                self._leading = False
+                self._wake.notify_all()
+        if pending.error is not None:
+            raise pending.error
+        assert pending.written is not None
+        return pending.written
+
+    def _write(self, batch: list[_Pending]) -> list[AuditRecord]:
+        """Write ``batch`` as one transaction chained to the committed head."""
+        psycopg = self._psycopg
+        connection = self._connection()
+        pool = self._pool
+        try:
+            cursor = connection.cursor()
+            cursor.execute(self._lock_head)
+            cursor.nextset()  # past BEGIN, to the head row
+            head = cursor.fetchone()
+            if head is None:
+                raise AuditWriteError(
+                    f"the audit log {self.path} has no head row: the schema was damaged; run "
+                    "`jevqueue audit verify` and `jevqueue db migrate`. The call is denied"
+                )
+            count, prev_hash = int(head[0]), str(head[1])
+            records: list[AuditRecord] = []
+            columns: list[list[Any]] = [[] for _ in COLUMNS]
+            for offset, item in enumerate(batch):
+                record = AuditRecord.chained(item.record.to_dict(), prev_hash)
+                records.append(record)
+                prev_hash = record.record_hash
+                for column, value in zip(columns, _row(count + offset, record), strict=True):
+                    column.append(value)
+            cursor.execute(self._insert, (count + len(records), prev_hash, *columns))
+            if cursor.rowcount != len(records):
+                raise AuditWriteError(
+                    f"the audit log {self.path} stored {cursor.rowcount} of {len(records)} "
+                    "records; the transaction is rolled back and the calls are denied"
+                )
+            cursor.execute("COMMIT")
+            # A transaction that failed on the server answers COMMIT with ROLLBACK.
+            if cursor.statusmessage != "COMMIT":
+                raise AuditWriteError(
+                    f"the audit log {self.path} did not commit ({cursor.statusmessage}); the "
+                    "decision was not recorded and its call is denied"
+                )
+        except AuditWriteError:
+            _rollback(connection)
+            pool.putconn(connection)
+            raise
+        except psycopg.Error as error:
+            _rollback(connection)
+            pool.putconn(connection)
+            raise self._failure("the write failed", error) from error
+        except BaseException:
+            connection.close()  # half-way through a transaction: never hand it back
+            pool.putconn(connection)
+            raise
+        pool.putconn(connection)
+        return records
+
+    # --- reading ----------------------------------------------------------------------
+
+    def records(self) -> Iterator[AuditRecord]:
+        """Yield the stored records in chain order (oldest first).
+
+        Raises:
+            AuditReadError: the database cannot be read.
+        """
+        from jevqueue.audit._sqlite_log import row_to_record
+
+        rows, _ = read_postgres_log(self.url, schema=self.schema)
+        for row in rows:
+            yield row_to_record(row)
+
+    def __len__(self) -> int:
+        psycopg = self._psycopg
+        try:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as connection:
+                row = connection.execute(self._count).fetchone()
+        except psycopg.Error as error:
+            raise AuditReadError(
+                f"cannot read the audit log {self.path} ({type(error).__name__}: {error})"
+            ) from error
+        return 0 if row is None else int(row[0])
+
+    def close(self) -> None:
+        """Close the pool; later appends raise :class:`AuditWriteError`."""
+        with self._wake:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pid == os.getpid():
+            pool.close()
+
+
+def _rollback(connection: Any) -> None:
+    try:
+        if not connection.closed and connection.info.transaction_status != 0:
+            connection.execute("ROLLBACK")
+    except Exception:  # the connection is broken; the pool replaces it
+        connection.close()
+
+
+def _row(seq: int, record: AuditRecord) -> tuple[Any, ...]:
+    return (
+        seq,
+        record.decision_id,
+        record.timestamp,
+        record.action_digest,
+        record.tool,
+        record.result,
+        json_string_list(record.reasons),
+        json_string_list(record.obligations),
+        json_string_list(record.rule_ids),
+        record.policy_revision,
+        record.task_id,
+        record.actor_id,
+        record.environment,
+        record.workspace,
+        record.git_sha,
+        record.allowed,
+        record.prev_hash,
+        record.record_hash,
+    )
+
+
+def read_postgres_log(
+    url: str, *, schema: str = DEFAULT_SCHEMA
+) -> tuple[list[tuple[Any, ...]], tuple[int, str] | None]:
+    """Read every ``audit_log`` row (in :data:`COLUMNS` order, by ``seq``) and the head.
+
+    Both are read in one repeatable-read snapshot, so a log being appended to is seen as
+    of one instant: rows and head agree.
+
+    Raises:
+        AuditReadError: the database cannot be reached or holds no jevqueue audit log.
+    """
+    target = redacted(url)
+    s = quoted_schema(schema)
+    psycopg, _ = driver()
+    try:
+        with psycopg.connect(url, autocommit=False, connect_timeout=10) as connection:
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            found = connection.execute(
+                "SELECT to_regclass(%s), to_regclass(%s)",
+                (f"{s}.audit_log", f"{s}.audit_head"),
+            ).fetchone()
+            if found is None or found[0] is None:
+                raise AuditReadError(
+                    f"{target} has no jevqueue audit log in schema {schema!r}: check the URL "
+                    "and --schema, or create it with `jevqueue db migrate`"
+                )
+            rows = connection.execute(
+                f"SELECT {', '.join(COLUMNS)} FROM {s}.audit_log ORDER BY seq"
+            ).fetchall()
+            head_row = (
+                connection.execute(
+                    f"SELECT count, record_hash FROM {s}.audit_head WHERE id = 0"
+                ).fetchone()
+                if found[1] is not None
+                else None
+            )
+            connection.rollback()
+    except psycopg.Error as error:
+        raise AuditReadError(
+            f"cannot read the audit log {target} ({type(error).__name__}: {error}): check the "
+            "connection string and that the server is up"
+        ) from error
+    head = None if head_row is None else (int(head_row[0]), str(head_row[1]))
+    return [tuple(row) for row in rows], head
