@@ -272,8 +272,6 @@ def _detect(file: Path) -> Literal["sqlite", "jsonl"]:
     )
 
 
-
-
 def _read_sqlite(file: Path) -> _Read:
     try:
         connection = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
