@@ -45,7 +45,7 @@ def _postgres_unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[object]:
+def postgres_server(jevqueue_network_guard: NetworkGuard) -> Iterator[object]:
     """The session's real PostgreSQL server (a :class:`TemporaryPostgres`)."""
     try:
         import psycopg  # noqa: F401
@@ -60,7 +60,8 @@ def postgres_server() -> Iterator[object]:
     # A folder of its own under the system temp dir: the server runs as another user, who
     # cannot enter pytest's private temp folders.
     server = TemporaryPostgres()
-    server.start()
+    with jevqueue_network_guard.loopback_allowed():  # it listens on 127.0.0.1 only
+        server.start()
     yield server
     server.close()
 

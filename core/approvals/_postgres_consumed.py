@@ -116,23 +116,42 @@ class PostgresConsumedApprovals:
             return self._pool
 
     def _run(self, what: str, sql: str, parameters: tuple[Any, ...]) -> Any:
-        pool = self._pool_now()
-        try:
-            connection = pool.getconn(timeout=self.connect_timeout)
-        except Exception as error:
-            raise self._failure(f"cannot reach the database to {what}", error) from error
-        try:
-            if not self._schema_checked:
-                check_schema(connection, self.url, self.schema)
-                self._schema_checked = True
-            cursor = connection.execute(sql, parameters)
-            return cursor
-        except ConfigurationError as error:
-            raise ConsumedApprovalsError(f"{error}; until then no approval can be used") from error
-        except self._psycopg.Error as error:
-            raise self._failure(f"cannot {what}", error) from error
-        finally:
-            pool.putconn(connection)
+        """Run one autocommit statement; once more on a fresh connection if it was dead.
+
+        Trying a consumption again is safe: if the first attempt did commit, the second
+        answers "already used" and the approval is refused, which fails closed.
+        """
+        psycopg = self._psycopg
+        for attempt in (1, 2):
+            pool = self._pool_now()
+            try:
+                connection = pool.getconn(timeout=self.connect_timeout)
+            except Exception as error:
+                raise self._failure(f"cannot reach the database to {what}", error) from error
+            try:
+                if not self._schema_checked:
+                    check_schema(connection, self.url, self.schema)
+                    self._schema_checked = True
+                return connection.execute(sql, parameters)
+            except ConfigurationError as error:
+                raise ConsumedApprovalsError(
+                    f"{error}; until then no approval can be used"
+                ) from error
+            except psycopg.OperationalError as error:
+                if attempt == 2 or not (connection.closed or connection.broken):
+                    raise self._failure(f"cannot {what}", error) from error
+                pool.putconn(connection)
+                connection = None
+                try:
+                    pool.check()
+                except Exception as check_error:
+                    raise self._failure(f"cannot {what}", error) from check_error
+            except psycopg.Error as error:
+                raise self._failure(f"cannot {what}", error) from error
+            finally:
+                if connection is not None:
+                    pool.putconn(connection)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _failure(self, what: str, error: BaseException) -> ConsumedApprovalsError:
         return ConsumedApprovalsError(

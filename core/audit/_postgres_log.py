@@ -242,15 +242,49 @@ class PostgresAuditLog(ChainedAuditLog):
         assert pending.written is not None
         return pending.written
 
+    def _begin(self) -> tuple[Any, Any]:
+        """Open the transaction and lock the head: ``(connection, cursor at the head row)``.
+
+        A pooled connection that the server dropped while it was idle (a restart, a
+        failover, ``pg_terminate_backend``) fails here, before anything was sent that could
+        commit: then the pool's idle connections are checked and the step is tried once
+        more on a fresh one, so a worker does not deny one call per dead connection.
+        """
+        psycopg = self._psycopg
+        for attempt in (1, 2):
+            connection = self._connection()
+            pool = self._pool
+            try:
+                cursor = connection.cursor()
+                cursor.execute(self._lock_head)
+                cursor.nextset()  # past BEGIN, to the head row
+                return connection, cursor
+            except psycopg.OperationalError as error:
+                broken = connection.closed or connection.broken
+                _rollback(connection)
+                pool.putconn(connection)
+                if attempt == 2 or not broken:
+                    raise self._failure("the write failed", error) from error
+                try:
+                    pool.check()
+                except Exception as check_error:
+                    raise self._failure("the write failed", error) from check_error
+            except psycopg.Error as error:
+                _rollback(connection)
+                pool.putconn(connection)
+                raise self._failure("the write failed", error) from error
+            except BaseException:
+                connection.close()
+                pool.putconn(connection)
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _write(self, batch: list[_Pending]) -> list[AuditRecord]:
         """Write ``batch`` as one transaction chained to the committed head."""
         psycopg = self._psycopg
-        connection = self._connection()
+        connection, cursor = self._begin()
         pool = self._pool
         try:
-            cursor = connection.cursor()
-            cursor.execute(self._lock_head)
-            cursor.nextset()  # past BEGIN, to the head row
             head = cursor.fetchone()
             if head is None:
                 raise AuditWriteError(
