@@ -7,7 +7,12 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from jevqueue.audit._record import GENESIS_HASH, AuditRecord, json_string_list
+from jevqueue.audit._record import (
+    GENESIS_HASH,
+    AuditRecord,
+    canonical_record_bytes,
+    json_string_list,
+)
 from jevqueue.audit._sink import ChainedAuditLog
 from jevqueue.audit._sqlite_log import COLUMNS
 from jevqueue.db._connection import database_url, driver, open_pool, quoted_schema, redacted
@@ -16,14 +21,8 @@ from jevqueue.errors import AuditReadError, AuditWriteError, ConfigurationError
 
 __all__ = ["PostgresAuditLog", "read_postgres_log"]
 
-_TYPES = (
-    "bigint",
-    *("text" for _ in range(14)),
-    "boolean",
-    "text",
-    "text",
-)
-assert len(_TYPES) == len(COLUMNS)
+# append_records' parameters: the split canonical JSON, then the columns but seq and hashes.
+_APPEND_TYPES = ("bytea[]", "bytea[]", *("text[]" for _ in range(14)), "boolean[]")
 
 
 class _Pending:
@@ -116,15 +115,16 @@ class PostgresAuditLog(ChainedAuditLog):
         self.pool_size = pool_size
         self.path = redacted(self.url)
         s = quoted_schema(schema)
-        self._lock_head = (
-            f"BEGIN; SELECT count, record_hash FROM {s}.audit_head WHERE id = 0 FOR UPDATE"
+        self._append = (
+            f"SELECT out_seq, out_prev, out_hash FROM {s}.append_records("
+            + ", ".join(f"%s::{kind}" for kind in _APPEND_TYPES)
+            + ")"
         )
-        arrays = ", ".join(f"%s::{kind}[]" for kind in _TYPES)
-        self._insert = (
-            f"WITH moved AS (UPDATE {s}.audit_head SET count = %s, record_hash = %s "
-            f"WHERE id = 0 RETURNING 1) "
-            f"INSERT INTO {s}.audit_log ({', '.join(COLUMNS)}) SELECT * FROM unnest({arrays})"
+        self._lookup = (
+            f"SELECT seq, prev_hash, record_hash FROM {s}.audit_log "
+            "WHERE decision_id = ANY(%s) ORDER BY seq"
         )
+        self._flush = _FLUSH.format(s=s)
         self._select = f"SELECT {', '.join(COLUMNS)} FROM {s}.audit_log ORDER BY seq"
         self._count = f"SELECT count FROM {s}.audit_head WHERE id = 0"
         self._psycopg, _ = driver()
@@ -242,26 +242,45 @@ class PostgresAuditLog(ChainedAuditLog):
         assert pending.written is not None
         return pending.written
 
-    def _begin(self) -> tuple[Any, Any]:
-        """Open the transaction and lock the head: ``(connection, cursor at the head row)``.
+    def _write(self, batch: list[_Pending]) -> list[AuditRecord]:
+        """Append ``batch`` in one server-side transaction, then make it durable.
 
-        A pooled connection that the server dropped while it was idle (a restart, a
-        failover, ``pg_terminate_backend``) fails here, before anything was sent that could
-        commit: then the pool's idle connections are checked and the step is tried once
-        more on a fresh one, so a worker does not deny one call per dead connection.
+        The canonical JSON of each record is built here, split around its ``prev_hash``;
+        the server's ``append_records`` locks the head, hashes each record onto the one
+        before, inserts them and moves the head in one statement, so the head's lock is
+        held for microseconds rather than across round trips to a busy client. Each hash
+        the server computed is checked here against the record it describes.
+
+        A pooled connection the server dropped while idle (a restart, a failover,
+        ``pg_terminate_backend``) is replaced and the append tried once more — after
+        looking the batch's decision ids up, so a batch that did commit before its
+        connection died is never stored twice.
         """
         psycopg = self._psycopg
+        arrays: list[list[Any]] = [[] for _ in range(17)]
+        for item in batch:
+            for column, value in zip(arrays, _parts(item.record), strict=True):
+                column.append(value)
+        ids = arrays[2]
         for attempt in (1, 2):
             connection = self._connection()
             pool = self._pool
             try:
                 cursor = connection.cursor()
-                cursor.execute(self._lock_head)
-                cursor.nextset()  # past BEGIN, to the head row
-                return connection, cursor
+                rows: list[Any] = []
+                if attempt == 2:
+                    cursor.execute(self._lookup, (ids,))
+                    rows = cursor.fetchall()
+                if not rows:
+                    cursor.execute(self._append, arrays)
+                    rows = cursor.fetchall()
+                records = self._checked(batch, rows)
+                cursor.execute(self._flush)
+            except AuditWriteError:
+                pool.putconn(connection)
+                raise
             except psycopg.OperationalError as error:
                 broken = connection.closed or connection.broken
-                _rollback(connection)
                 pool.putconn(connection)
                 if attempt == 2 or not broken:
                     raise self._failure("the write failed", error) from error
@@ -269,63 +288,37 @@ class PostgresAuditLog(ChainedAuditLog):
                     pool.check()
                 except Exception as check_error:
                     raise self._failure("the write failed", error) from check_error
+                continue
             except psycopg.Error as error:
-                _rollback(connection)
                 pool.putconn(connection)
                 raise self._failure("the write failed", error) from error
             except BaseException:
-                connection.close()
+                connection.close()  # interrupted mid-statement: never hand it back
                 pool.putconn(connection)
                 raise
+            pool.putconn(connection)
+            return records
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _write(self, batch: list[_Pending]) -> list[AuditRecord]:
-        """Write ``batch`` as one transaction chained to the committed head."""
-        psycopg = self._psycopg
-        connection, cursor = self._begin()
-        pool = self._pool
-        try:
-            head = cursor.fetchone()
-            if head is None:
+    def _checked(self, batch: list[_Pending], rows: list[Any]) -> list[AuditRecord]:
+        """The stored records, each hash the server computed checked against its record."""
+        if len(rows) != len(batch):
+            raise AuditWriteError(
+                f"the audit log {self.path} stored {len(rows)} of {len(batch)} records (a "
+                "batch is stored whole or not at all: is the schema damaged? run `jevqueue "
+                "audit verify`); the calls are denied"
+            )
+        records: list[AuditRecord] = []
+        for item, (_, previous, stored_hash) in zip(batch, rows, strict=True):
+            record = AuditRecord.chained(item.record.to_dict(), previous)
+            if record.record_hash != stored_hash:
                 raise AuditWriteError(
-                    f"the audit log {self.path} has no head row: the schema was damaged; run "
-                    "`jevqueue audit verify` and `jevqueue db migrate`. The call is denied"
+                    f"the audit log {self.path} stored record {record.decision_id} under the "
+                    f"hash {stored_hash}, not {record.record_hash}: the server's "
+                    "append_records function was altered; run `jevqueue audit verify`. The "
+                    "call is denied"
                 )
-            count, prev_hash = int(head[0]), str(head[1])
-            records: list[AuditRecord] = []
-            columns: list[list[Any]] = [[] for _ in COLUMNS]
-            for offset, item in enumerate(batch):
-                record = AuditRecord.chained(item.record.to_dict(), prev_hash)
-                records.append(record)
-                prev_hash = record.record_hash
-                for column, value in zip(columns, _row(count + offset, record), strict=True):
-                    column.append(value)
-            cursor.execute(self._insert, (count + len(records), prev_hash, *columns))
-            if cursor.rowcount != len(records):
-                raise AuditWriteError(
-                    f"the audit log {self.path} stored {cursor.rowcount} of {len(records)} "
-                    "records; the transaction is rolled back and the calls are denied"
-                )
-            cursor.execute("COMMIT")
-            # A transaction that failed on the server answers COMMIT with ROLLBACK.
-            if cursor.statusmessage != "COMMIT":
-                raise AuditWriteError(
-                    f"the audit log {self.path} did not commit ({cursor.statusmessage}); the "
-                    "decision was not recorded and its call is denied"
-                )
-        except AuditWriteError:
-            _rollback(connection)
-            pool.putconn(connection)
-            raise
-        except psycopg.Error as error:
-            _rollback(connection)
-            pool.putconn(connection)
-            raise self._failure("the write failed", error) from error
-        except BaseException:
-            connection.close()  # half-way through a transaction: never hand it back
-            pool.putconn(connection)
-            raise
-        pool.putconn(connection)
+            records.append(record)
         return records
 
     # --- reading ----------------------------------------------------------------------
@@ -362,12 +355,38 @@ class PostgresAuditLog(ChainedAuditLog):
             pool.close()
 
 
-def _rollback(connection: Any) -> None:
-    try:
-        if not connection.closed and connection.info.transaction_status != 0:
-            connection.execute("ROLLBACK")
-    except Exception:  # the connection is broken; the pool replaces it
-        connection.close()
+# The durability step after an asynchronously committed chaining transaction: a write of
+# this server process's own row (so writers never contend for it) in a transaction that
+# commits synchronously (the session's setting). It returns once the WAL is flushed — on the
+# primary, and on synchronous standbys when configured — up to its own commit record, which
+# lies after the chaining transaction's. WAL is one sequence, so the record is durable then;
+# and concurrent writers share flushes (one flush covers every commit written before it).
+# Should the server crash before the flush, the chaining transaction and every one after it
+# are lost together: the chain loses a suffix of unacknowledged records, never a middle.
+_FLUSH = (
+    "INSERT INTO {s}.audit_flush AS mark (backend_pid, flushes) VALUES (pg_backend_pid(), 1) "
+    "ON CONFLICT (backend_pid) DO UPDATE SET flushes = mark.flushes + 1"
+)
+
+
+_PREV_KEY = b',"prev_hash":"'
+_PREV_MARK = _PREV_KEY + GENESIS_HASH.encode("ascii") + b'"'
+
+
+def _parts(record: AuditRecord) -> tuple[Any, ...]:
+    """The ``append_records`` arguments for ``record``, whose ``prev_hash`` is the genesis.
+
+    Its canonical JSON is split around the value of ``prev_hash``: the server hashes
+    ``prefix + prev_hash + suffix``. In canonical JSON a quote inside a value is escaped,
+    so the unescaped ``,"prev_hash":"`` occurs exactly once, as the key.
+    """
+    text = canonical_record_bytes(record.to_dict())
+    cut = text.index(_PREV_MARK)
+    return (
+        text[: cut + len(_PREV_KEY)],
+        text[cut + len(_PREV_MARK) - 1 :],
+        *_row(0, record)[1:-2],
+    )
 
 
 def _row(seq: int, record: AuditRecord) -> tuple[Any, ...]:

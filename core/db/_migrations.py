@@ -65,6 +65,62 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         "an index for pruning consumed approvals by age",
         "CREATE INDEX consumed_approvals_consumed_at ON {s}.consumed_approvals (consumed_at);",
     ),
+    (
+        3,
+        "appends chained inside the server, and a row per server process to flush commits",
+        """
+        CREATE TABLE {s}.audit_flush (
+            backend_pid integer PRIMARY KEY,
+            flushes     bigint NOT NULL
+        ) WITH (fillfactor = 50);
+        CREATE FUNCTION {s}.append_records(
+            prefixes bytea[], suffixes bytea[], decision_ids text[], timestamps text[],
+            action_digests text[], tools text[], results text[], reasons text[],
+            obligations text[], rule_ids text[], policy_revisions text[], task_ids text[],
+            actor_ids text[], environments text[], workspaces text[], git_shas text[],
+            alloweds boolean[]
+        ) RETURNS TABLE (out_seq bigint, out_prev text, out_hash text)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            head_count bigint;
+            head_hash text;
+            next_hash text;
+        BEGIN
+            -- The caller makes the commit durable with a synchronous write afterwards, so
+            -- the head's lock is not held across a flush.
+            PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
+            SELECT h.count, h.record_hash INTO head_count, head_hash
+                FROM {s}.audit_head AS h WHERE h.id = 0 FOR UPDATE;
+            IF head_hash IS NULL THEN
+                RAISE EXCEPTION 'the audit_head row is missing';
+            END IF;
+            FOR i IN 1 .. pg_catalog.cardinality(prefixes) LOOP
+                next_hash := 'sha256:' || pg_catalog.encode(pg_catalog.sha256(
+                    prefixes[i] || pg_catalog.convert_to(head_hash, 'UTF8') || suffixes[i]
+                ), 'hex');
+                INSERT INTO {s}.audit_log (
+                    seq, decision_id, timestamp, action_digest, tool, result, reasons,
+                    obligations, rule_ids, policy_revision, task_id, actor_id, environment,
+                    workspace, git_sha, allowed, prev_hash, record_hash
+                ) VALUES (
+                    head_count, decision_ids[i], timestamps[i], action_digests[i], tools[i],
+                    results[i], reasons[i], obligations[i], rule_ids[i], policy_revisions[i],
+                    task_ids[i], actor_ids[i], environments[i], workspaces[i], git_shas[i],
+                    alloweds[i], head_hash, next_hash
+                );
+                out_seq := head_count;
+                out_prev := head_hash;
+                out_hash := next_hash;
+                RETURN NEXT;
+                head_count := head_count + 1;
+                head_hash := next_hash;
+            END LOOP;
+            UPDATE {s}.audit_head SET count = head_count, record_hash = head_hash
+                WHERE id = 0;
+        END
+        $$;
+        """,
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The schema version this release of jevqueue reads and writes."""

@@ -270,7 +270,7 @@ def test_a_connection_terminated_mid_transaction_leaves_nothing_half_written(
     while not pids and time.monotonic() < deadline:
         pids = sql(
             server,
-            "SELECT pid FROM pg_stat_activity WHERE query LIKE 'WITH moved AS%%' "
+            "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT out_seq%%' "
             "AND state = 'active'",
         )
         time.sleep(0.05)
