@@ -13,8 +13,9 @@ time, every decision audited durably before it returns:
 Per round and worker count: audited decisions per second (all workers), the p50 and p99
 latency of one audited decision, and afterwards the record count (every acknowledged
 decision is stored, nothing more is lost) and ``verify_audit_log`` (one intact chain).
-Then a concurrent-replay round: N approvals are issued, every worker offers every one
-of them (in its own shuffled order) to its PEP with a :class:`PostgresConsumedApprovals`
+Then a concurrent-replay round: N approvals are issued, and each is offered by several
+workers at once (``--contenders``, chosen at random; each worker in its own shuffled
+order) to its PEP with a :class:`PostgresConsumedApprovals`
 (or :class:`SQLiteConsumedApprovals`) store, and each approval must let exactly one call
 run.
 
@@ -137,7 +138,7 @@ def _replay(job: dict[str, Any], ready: Any, start: Any, results: Any) -> None:
         job["backend"], job["target"], job["schema"], consumed=True, key=job["key"]
     )
     records = [ApprovalRecord.from_dict(data) for data in job["records"]]
-    order = list(range(len(records)))
+    order = [index for index, offered in enumerate(job["offers"]) if job["worker"] in offered]
     random.Random(job["worker"]).shuffle(order)
     command = {"CommandLine": "make deploy", "Cwd": "/workspace/project"}
     ran: list[int] = []
@@ -231,7 +232,7 @@ def judge_round(backend: str, url: str | None, workers: int, seconds: float, thr
     }
 
 
-def replay_round(backend: str, url: str | None, workers: int, approvals: int):
+def replay_round(backend: str, url: str | None, workers: int, approvals: int, contenders: int):
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
     from jevqueue.action import Action
@@ -249,6 +250,8 @@ def replay_round(backend: str, url: str | None, workers: int, approvals: int):
         records.append(authority.issue(action.digest).to_dict())
     target, schema = _fresh_target(backend, url)
     public = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    chooser = random.Random(approvals)
+    offers = [chooser.sample(range(workers), min(contenders, workers)) for _ in records]
     jobs = [
         {
             "backend": backend,
@@ -257,6 +260,7 @@ def replay_round(backend: str, url: str | None, workers: int, approvals: int):
             "worker": n,
             "key": public,
             "records": records,
+            "offers": offers,
         }
         for n in range(workers)
     ]
@@ -275,7 +279,8 @@ def replay_round(backend: str, url: str | None, workers: int, approvals: int):
         "exactly_one": sum(1 for w in wins if w == 1),
         "none": sum(1 for w in wins if w == 0),
         "more": sum(1 for w in wins if w > 1),
-        "offers": workers * approvals,
+        "offers": sum(len(offered) for offered in offers),
+        "contenders": min(contenders, workers),
         "stored": count,
         "verified": ok,
         "seconds": took,
@@ -297,6 +302,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 4, 16])
     parser.add_argument("--threads", type=int, default=1, help="agent threads per worker")
     parser.add_argument("--approvals", type=int, default=1000)
+    parser.add_argument(
+        "--contenders", type=int, default=4, help="workers offering each approval at once"
+    )
     parser.add_argument("--backends", nargs="*", default=["postgresql", "sqlite"])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="write every figure here")
@@ -332,12 +340,16 @@ def main() -> None:
                         raise SystemExit(f"FAILED: {row['summary']}")
         replays = []
         for backend in args.backends:
-            replay = replay_round(backend, server.url, max(args.workers), args.approvals)
+            replay = replay_round(
+                backend, server.url, max(args.workers), args.approvals, args.contenders
+            )
             replays.append(replay)
             print(
-                f"replay {backend:10s} {replay['workers']} workers x {replay['approvals']} "
-                f"approvals: exactly one winner for {replay['exactly_one']}, none for "
-                f"{replay['none']}, several for {replay['more']}; {replay['stored']} records, "
+                f"replay {backend:10s} {replay['workers']} workers, {replay['approvals']} "
+                f"approvals each offered by {replay['contenders']} at once "
+                f"({replay['offers']} offers): exactly one winner for "
+                f"{replay['exactly_one']}, none for {replay['none']}, several for "
+                f"{replay['more']}; {replay['stored']} records, "
                 f"verified {replay['verified']} ({replay['seconds']:.1f} s)",
                 flush=True,
             )

@@ -135,3 +135,33 @@ def test_the_core_does_not_import_the_driver_until_a_backend_is_used() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert 'pip install "jevqueue[postgres]"' in done.stdout
+
+
+def test_a_worker_role_without_update_or_delete_on_the_log_can_append(
+    postgres_server: Any,
+) -> None:
+    """The grants docs/deployment.md recommends suffice, and the log stays append-only."""
+    from jevqueue.audit import PostgresAuditLog, verify_audit_log
+
+    url = postgres_server.url
+    migrate(url, schema="m_grants")
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("DROP ROLE IF EXISTS fleet_worker")
+        admin.execute("CREATE ROLE fleet_worker LOGIN")
+        admin.execute("GRANT USAGE ON SCHEMA m_grants TO fleet_worker")
+        admin.execute("GRANT SELECT, INSERT ON m_grants.audit_log TO fleet_worker")
+        admin.execute(
+            "GRANT SELECT, INSERT, UPDATE ON m_grants.audit_head, m_grants.audit_flush, "
+            "m_grants.consumed_approvals, m_grants.schema_version TO fleet_worker"
+        )
+    worker_url = url.replace("postgres@", "fleet_worker@")
+    log = PostgresAuditLog(worker_url, schema="m_grants")
+    for n in range(3):
+        log.append({"result": "ALLOW", "reasons": [str(n)]})
+    log.close()
+    with psycopg.connect(worker_url, autocommit=True) as worker:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            worker.execute("UPDATE m_grants.audit_log SET result = 'DENY'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            worker.execute("DELETE FROM m_grants.audit_log")
+    assert verify_audit_log(url, schema="m_grants").count == 3
