@@ -44,27 +44,34 @@ class PostgresAuditLog(ChainedAuditLog):
     (``jevqueue audit verify postgresql://...``) checks both the same way, and
     ``jevqueue audit export`` turns either into a verifiable JSONL file.
 
-    **One chain, whoever writes.** An append is one transaction that locks the single
-    ``audit_head`` row (``SELECT ... FOR UPDATE``), chains its records to the head it read,
-    inserts them and moves the head, and commits. Every writer on every host queues on that
-    row lock, so records form one chain with neither forks nor gaps; a transaction that
-    fails or whose connection drops leaves nothing behind (PostgreSQL rolls it back), and
-    the head is never read before it is committed.
+    **One chain, whoever writes.** An append is one statement, the schema's
+    ``append_records`` function: it locks the single ``audit_head`` row
+    (``SELECT ... FOR UPDATE``), hashes each record onto the one before it (this side sends
+    each record's canonical JSON split around its ``prev_hash``, and checks every hash the
+    server returns), inserts the records and moves the head. Every writer on every host
+    queues on that row lock, so records form one chain with neither forks nor gaps; a
+    statement that fails, or whose connection drops, leaves nothing behind (PostgreSQL
+    rolls it back), and the head is never read before it is committed. The lock is held
+    only inside the server, never across a round trip to the client.
 
-    **Durable before the call runs.** :meth:`append` returns only after ``COMMIT`` returned
-    with ``synchronous_commit = on`` (the record is flushed to the server's WAL, and to a
-    synchronous standby when one is configured). Any failure — the server unreachable, a
-    dropped connection, a statement or lock timeout, a full disk, a failover — raises
+    **Durable before the call runs.** The appending transaction commits without waiting for
+    the flush (so the lock is released at once); :meth:`append` then commits a write of the
+    server process's own ``audit_flush`` row synchronously (``synchronous_commit = on``),
+    which returns once the WAL — one sequence — is flushed past the record (on the server,
+    and on synchronous standbys when configured). Only then does :meth:`append` return. A
+    crash before that loses a suffix of records no caller was told were written, never one
+    in the middle. Any failure — the server unreachable, a dropped connection, a statement
+    or lock timeout, a full disk, a failover — raises
     :class:`~jevqueue.errors.AuditWriteError`, which the PEP turns into a denial. If the
-    connection drops *during* ``COMMIT``, the record may have been stored although the
+    connection drops after the append committed, the record may be stored although the
     call is denied: the log can hold a decision that did not take effect, never lack one
     that did.
 
-    **Group commit.** Threads sharing one log object do not queue for a flush each: the
-    first caller becomes the leader and writes, in one transaction, every record that
-    arrived while the previous transaction was committing (at most ``max_batch``); the
-    others wait for it. Across processes, PostgreSQL's own WAL flushing is shared by
-    concurrent commits.
+    **Group commit.** Concurrent writers share flushes: the server flushes the WAL once
+    for every commit written before the flush. Threads sharing one log object also share
+    one statement: the first caller becomes the leader and appends every record that
+    arrived while the previous append was being flushed (at most ``max_batch``); the
+    others wait for it.
 
     **Recovery.** Connections come from a :class:`psycopg_pool.ConnectionPool` that drops
     broken connections and reconnects in the background, so once the database is back the

@@ -86,6 +86,8 @@ class TemporaryPostgres:
 
     Args:
         base_dir: where to put the data directory (a new temporary folder when ``None``).
+            As root, the server's account must be able to enter every folder above it:
+            pytest's private temporary folders will not do.
         bindir: the server binaries (found with :func:`find_postgres_bindir` when ``None``).
         settings: extra ``postgresql.conf`` settings, written before the first start.
 
