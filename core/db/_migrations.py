@@ -67,8 +67,10 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     ),
     (
         3,
-        "appends chained inside the server, and a row per server process to flush commits",
+        "appends chained inside the server, decisions found by id, a row per server "
+        "process to flush commits",
         """
+        CREATE INDEX audit_log_decision_id ON {s}.audit_log (decision_id);
         CREATE TABLE {s}.audit_flush (
             backend_pid integer PRIMARY KEY,
             flushes     bigint NOT NULL

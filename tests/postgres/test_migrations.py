@@ -59,12 +59,14 @@ def test_an_older_schema_is_upgraded_and_a_newer_one_refused(postgres_server: An
     with psycopg.connect(url, autocommit=True) as connection:  # as an older release left it
         connection.execute("DROP FUNCTION m_old.append_records")
         connection.execute("DROP TABLE m_old.audit_flush")
+        connection.execute("DROP INDEX m_old.audit_log_decision_id")
         connection.execute("DELETE FROM m_old.schema_version WHERE version = 3")
     log = PostgresAuditLog(url, schema="m_old")
     with pytest.raises(AuditWriteError, match="run `jevqueue db migrate`"):
         log.append({"result": "ALLOW"})
     assert migrate(url, schema="m_old").applied == (
-        "3: appends chained inside the server, and a row per server process to flush commits",
+        "3: appends chained inside the server, decisions found by id, a row per server "
+        "process to flush commits",
     )
     assert log.append({"result": "ALLOW"}).prev_hash.startswith("sha256:")
     log.close()
