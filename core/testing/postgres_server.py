@@ -123,6 +123,54 @@ class TemporaryPostgres:
             os.chmod(self.base, 0o755)
         self._initdb(settings or {})
 
+    @classmethod
+    def standby_of(cls, primary: TemporaryPostgres) -> TemporaryPostgres:
+        """A streaming-replication standby of ``primary`` (a base backup of it), not started.
+
+        :meth:`promote` turns it into a primary, as a failover does.
+
+        Raises:
+            ConfigurationError: the base backup failed.
+        """
+        standby = cls.__new__(cls)
+        standby.bindir = primary.bindir
+        standby._owned_base = True
+        standby.base = Path(tempfile.mkdtemp(prefix="jevqueue-pg-standby-"))
+        standby.data_dir = standby.base / "data"
+        standby.log_file = standby.base / "server.log"
+        standby.port = _free_port()
+        standby.user = primary.user
+        if standby.user is not None:
+            os.chmod(standby.base, 0o755)
+        standby.data_dir.mkdir(mode=0o700)
+        standby.log_file.touch()
+        if standby.user is not None:
+            account = pwd.getpwnam(standby.user)
+            for path in (standby.data_dir, standby.log_file):
+                os.chown(path, account.pw_uid, account.pw_gid)
+        standby._run(
+            "pg_basebackup",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(primary.port),
+            "-U",
+            "postgres",
+            "-D",
+            str(standby.data_dir),
+            "-R",
+            "-X",
+            "stream",
+            "--no-sync",
+        )
+        with (standby.data_dir / "postgresql.conf").open("a", encoding="utf-8") as handle:
+            handle.write(f"port = {standby.port}\n")  # the last setting wins
+        return standby
+
+    def promote(self) -> None:
+        """Promote a standby to a primary and wait until it accepts writes."""
+        self._run("pg_ctl", "-D", str(self.data_dir), "-w", "promote")
+
     @property
     def url(self) -> str:
         """A libpq connection string for the ``postgres`` database as superuser."""

@@ -403,3 +403,83 @@ def test_an_unmigrated_database_denies_and_says_to_migrate(server: Any) -> None:
     with pytest.raises(AuditWriteError, match="jevqueue db migrate"):
         log.append({"result": "ALLOW"})
     log.close()
+
+
+# --- a real failover: the primary dies, its synchronous standby is promoted ---------------
+
+
+@pytest.fixture
+def standby(server: Any) -> Iterator[Any]:
+    from jevqueue.testing.postgres_server import TemporaryPostgres
+
+    replica = TemporaryPostgres.standby_of(server)
+    replica.start()
+    sql(server, "ALTER SYSTEM SET synchronous_standby_names = '*'")
+    sql(server, "SELECT pg_reload_conf()")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if sql(server, "SELECT sync_state FROM pg_stat_replication") == [("sync",)]:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the standby never became synchronous")
+    yield replica
+    replica.close()
+
+
+def test_a_failover_to_a_synchronous_standby_keeps_every_acknowledged_record(
+    server: Any, standby: Any
+) -> None:
+    """Writers in threads on a two-host URL; the primary is killed, the standby promoted.
+
+    Every append that returned is on the new primary (it was flushed there before the
+    primary acknowledged it), the others were denials, the writers carry on against the
+    new primary by themselves, and the chain there verifies.
+    """
+    from jevqueue.audit import PostgresAuditLog
+
+    url = (
+        f"postgresql://postgres@127.0.0.1:{server.port},127.0.0.1:{standby.port}/postgres"
+        "?target_session_attrs=read-write"
+    )
+    log = PostgresAuditLog(url, statement_timeout=2.0, connect_timeout=1.0)
+    chain = AuditChain(log)
+    acknowledged: list[str] = []
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def work(worker: int) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            try:
+                record = chain.append(
+                    {"result": "ALLOW", "tool": f"w{worker}", "reasons": [str(n)]}
+                )
+            except AuditWriteError as error:
+                failures.append(str(error))
+                time.sleep(0.05)
+            else:
+                acknowledged.append(record.decision_id)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.5)
+    server.kill()
+    before = len(acknowledged)
+    standby.promote()
+    deadline = time.monotonic() + 30
+    while len(acknowledged) < before + 50 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    log.close()
+    assert before > 0, "nothing was written before the failover"
+    assert len(acknowledged) >= before + 50, "the writers did not carry on after the failover"
+    assert all("denied" in message for message in failures)
+    report = verify_audit_log(standby.url)
+    assert report.ok, report.summary()
+    stored = {row[0] for row in sql(standby, "SELECT decision_id FROM jevqueue.audit_log")}
+    assert set(acknowledged) <= stored
