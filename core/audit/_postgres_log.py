@@ -132,7 +132,6 @@ class PostgresAuditLog(ChainedAuditLog):
             "WHERE decision_id = ANY(%s) ORDER BY seq"
         )
         self._flush = _FLUSH.format(s=s)
-        self._select = f"SELECT {', '.join(COLUMNS)} FROM {s}.audit_log ORDER BY seq"
         self._count = f"SELECT count FROM {s}.audit_head WHERE id = 0"
         self._psycopg, _ = driver()
         self._mutex = threading.Lock()
