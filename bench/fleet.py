@@ -8,7 +8,8 @@ time, every decision audited durably before it returns:
   (started here on a throwaway data directory, ``fsync = on``, ``synchronous_commit = on``);
 * ``sqlite``: one :class:`SQLiteAuditLog` per worker, all on one file (WAL,
   ``synchronous=NORMAL``, the default) — the single-host peer, run interleaved with
-  PostgreSQL in the same rounds.
+  PostgreSQL in the same rounds; ``sqlite-full`` (``--backends``) is the same with
+  ``synchronous="FULL"``, an ``fsync`` per record like PostgreSQL's flush.
 
 Per round and worker count: audited decisions per second (all workers), the p50 and p99
 latency of one audited decision, and afterwards the record count (every acknowledged
@@ -67,7 +68,8 @@ def _pep(backend: str, target: str, schema: str, *, consumed: bool = False, key:
         from jevqueue.approvals import SQLiteConsumedApprovals
         from jevqueue.audit import SQLiteAuditLog
 
-        log = SQLiteAuditLog(Path(target) / "audit.sqlite3")
+        synchronous = "FULL" if backend == "sqlite-full" else "NORMAL"
+        log = SQLiteAuditLog(Path(target) / "audit.sqlite3", synchronous=synchronous)
         store = SQLiteConsumedApprovals(Path(target) / "consumed.sqlite3") if consumed else None
     verifier = None
     if key is not None:
