@@ -60,10 +60,12 @@ def postgres_server(jevqueue_network_guard: NetworkGuard) -> Iterator[object]:
     # A folder of its own under the system temp dir: the server runs as another user, who
     # cannot enter pytest's private temp folders.
     server = TemporaryPostgres()
-    with jevqueue_network_guard.loopback_allowed():  # it listens on 127.0.0.1 only
-        server.start()
-    yield server
-    server.close()
+    try:
+        with jevqueue_network_guard.loopback_allowed():  # it listens on 127.0.0.1 only
+            server.start()
+        yield server
+    finally:
+        server.close()
 
 
 @pytest.fixture

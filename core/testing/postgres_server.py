@@ -236,14 +236,18 @@ class TemporaryPostgres:
             "start",
             timeout=timeout + 10,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise ConfigurationError(f"PostgreSQL did not accept connections on port {self.port}")
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                        return
+                except OSError:
+                    time.sleep(0.05)
+            raise ConfigurationError(f"PostgreSQL did not accept connections on port {self.port}")
+        except BaseException:  # never leave a server running that nobody will stop
+            self.stop("immediate")
+            raise
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``fast``: roll back open transactions and disconnect)."""
@@ -299,7 +303,11 @@ class TemporaryPostgres:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def __enter__(self) -> TemporaryPostgres:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -46,10 +46,12 @@ def server(postgres_server: Any, allow_loopback: Any) -> Iterator[Any]:
     from jevqueue.testing.postgres_server import TemporaryPostgres
 
     own = TemporaryPostgres()
-    own.start()
-    migrate(own.url)
-    yield own
-    own.close()
+    try:
+        own.start()
+        migrate(own.url)
+        yield own
+    finally:
+        own.close()
 
 
 @pytest.fixture
@@ -415,18 +417,18 @@ def standby(server: Any) -> Iterator[Any]:
     from jevqueue.testing.postgres_server import TemporaryPostgres
 
     replica = TemporaryPostgres.standby_of(server)
-    replica.start()
-    sql(server, "ALTER SYSTEM SET synchronous_standby_names = '*'")
-    sql(server, "SELECT pg_reload_conf()")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if sql(server, "SELECT sync_state FROM pg_stat_replication") == [("sync",)]:
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError("the standby never became synchronous")
-    yield replica
-    replica.close()
+    try:
+        replica.start()
+        sql(server, "ALTER SYSTEM SET synchronous_standby_names = '*'")
+        sql(server, "SELECT pg_reload_conf()")
+        deadline = time.monotonic() + 30
+        while sql(server, "SELECT sync_state FROM pg_stat_replication") != [("sync",)]:
+            if time.monotonic() > deadline:
+                raise AssertionError("the standby never became synchronous")
+            time.sleep(0.1)
+        yield replica
+    finally:
+        replica.close()
 
 
 def test_a_failover_to_a_synchronous_standby_keeps_every_acknowledged_record(
