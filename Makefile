@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean postgres-server
+.PHONY: demo test lint bench clean
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,7 @@ lint: $(STAMP)
 	mkdir -p $(VENV)/typecheck && ln -sfn $(CURDIR)/core $(VENV)/typecheck/jevqueue
 	MYPYPATH=$(VENV)/typecheck $(BIN)/mypy -p jevqueue
 
-bench: $(STAMP) postgres-server
+bench: $(STAMP)
 	$(BIN)/python bench/governor.py
 	$(BIN)/python bench/routing.py
 	$(BIN)/python bench/policy.py
@@ -45,6 +45,7 @@ clean:
 # installed here, without the package's default cluster; elsewhere install PostgreSQL
 # yourself (or set JEVQUEUE_PG_BINDIR). Under CI (CI=true) the PostgreSQL tests fail, not
 # skip, when the binaries are missing.
+.PHONY: postgres-server
 test: postgres-server
 
 postgres-server:
