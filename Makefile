@@ -112,3 +112,25 @@ test-mcp2: $(MCP2_STAMP) $(NPM_STAMP)
 
 clean:
 	rm -rf $(VENV) $(HERMES_VENV) $(MCP2_VENV) $(BENCH_VENV) .npm-tools build *.egg-info
+
+# --- PostgreSQL, for the fleet backends' tests and bench/fleet.py ---------------------------
+# The tests start their own throwaway server (a free port on 127.0.0.1, a temp data dir, run
+# as an unprivileged user); they need only the server binaries. As root on Debian they are
+# installed here, without the package's default cluster; elsewhere install PostgreSQL
+# yourself (or set JEVQUEUE_PG_BINDIR). Under CI (CI=true) the PostgreSQL tests fail, not
+# skip, when the binaries are missing.
+.PHONY: postgres-server
+test: postgres-server
+
+postgres-server:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ -n "$$JEVQUEUE_PG_BINDIR" ]; then \
+		true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		mkdir -p /etc/postgresql-common; \
+		grep -qs '^create_main_cluster' /etc/postgresql-common/createcluster.conf || \
+			echo 'create_main_cluster = false' >> /etc/postgresql-common/createcluster.conf; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
+	else \
+		echo "note: no PostgreSQL server binaries; install postgresql to run its tests"; \
+	fi

@@ -27,3 +27,58 @@ def _state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     patch.setenv("JEVQUEUE_STATE_DIR", str(tmp_path_factory.mktemp("jevqueue-state")))
     yield
     patch.undo()
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------
+# One real server per test session, started on first use on a free loopback port with a
+# throwaway data directory; each test gets a schema of its own in it. Where the server or
+# the driver is missing, the tests that need it skip on a developer's machine and fail under
+# CI (CI=true), where `make test` installs both.
+
+
+def _postgres_unavailable(reason: str) -> None:
+    import os
+
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"PostgreSQL tests cannot run under CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_server(jevqueue_network_guard: NetworkGuard) -> Iterator[object]:
+    """The session's real PostgreSQL server (a :class:`TemporaryPostgres`)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _postgres_unavailable('psycopg is not installed: pip install "jevqueue[postgres]"')
+    from jevqueue.testing.postgres_server import TemporaryPostgres, find_postgres_bindir
+
+    if find_postgres_bindir() is None:
+        _postgres_unavailable(
+            "no PostgreSQL server binaries: apt-get install postgresql (make test does)"
+        )
+    # A folder of its own under the system temp dir: the server runs as another user, who
+    # cannot enter pytest's private temp folders.
+    server = TemporaryPostgres()
+    try:
+        with jevqueue_network_guard.loopback_allowed():  # it listens on 127.0.0.1 only
+            server.start()
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_schema(postgres_server: object) -> Iterator[tuple[str, str]]:
+    """``(url, schema)``: a freshly migrated jevqueue schema on the session's server."""
+    import uuid
+
+    import psycopg
+    from jevqueue.db import migrate
+
+    url: str = postgres_server.url  # type: ignore[attr-defined]
+    schema = "t_" + uuid.uuid4().hex[:16]
+    migrate(url, schema=schema)
+    yield url, schema
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

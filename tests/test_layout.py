@@ -175,6 +175,7 @@ def test_the_top_level_names_the_two_halves_and_nothing_else() -> None:
         "approvals",
         "audit",
         "cli",
+        "db",
         "demo",
         "errors.py",
         "governor",

@@ -10,7 +10,8 @@ The flow, from the caller's side:
 3. Retry with ``approval_records=[record]``. :func:`check_approvals` accepts the record
    only if it matches the digest, is fresh, passes the PEP's :class:`ApprovalVerifier`
    (:class:`SignedApprovalVerifier` checks the signature and the approver allowlist) and
-   was never used before — remembered durably by :class:`SQLiteConsumedApprovals`.
+   was never used before — remembered durably by :class:`SQLiteConsumedApprovals` (one
+   host), or by :class:`PostgresConsumedApprovals` for a fleet (the ``postgres`` extra).
 
 Names load on first use, so importing :class:`ApprovalRecord` pulls in neither SQLite nor
 the crypto library.
@@ -47,6 +48,11 @@ if TYPE_CHECKING:  # pragma: no cover
         load_private_key,
         load_public_key,
     )
+    from jevqueue.approvals._postgres_consumed import (
+        MINIMUM_RETENTION,
+        ConsumedApprovalsError,
+        PostgresConsumedApprovals,
+    )
     from jevqueue.approvals._record import ApprovalRecord
     from jevqueue.approvals._verifier import ApprovalVerifier
 
@@ -61,6 +67,9 @@ _EXPORTS: dict[str, str] = {
     "MemoryConsumedApprovals": "jevqueue.approvals._consumed",
     "SQLiteConsumedApprovals": "jevqueue.approvals._consumed",
     "default_consumed_approvals_path": "jevqueue.approvals._consumed",
+    "ConsumedApprovalsError": "jevqueue.approvals._postgres_consumed",
+    "MINIMUM_RETENTION": "jevqueue.approvals._postgres_consumed",
+    "PostgresConsumedApprovals": "jevqueue.approvals._postgres_consumed",
     "ApprovalAuthority": "jevqueue.approvals._authority",
     "SignedApprovalVerifier": "jevqueue.approvals._authority",
     "signing_bytes": "jevqueue.approvals._authority",
@@ -75,11 +84,14 @@ __all__ = [
     "CLOCK_SKEW",
     "DEFAULT_FRESHNESS",
     "EXPLICIT_APPROVAL",
+    "MINIMUM_RETENTION",
     "ApprovalAuthority",
     "ApprovalRecord",
     "ApprovalVerifier",
     "ConsumedApprovalStore",
+    "ConsumedApprovalsError",
     "MemoryConsumedApprovals",
+    "PostgresConsumedApprovals",
     "SQLiteConsumedApprovals",
     "SignedApprovalVerifier",
     "check_approvals",

@@ -11,10 +11,13 @@ denies the call.
 * :class:`JsonlAuditLog` — one JSON line per decision, with an ``fsync`` policy.
 * :class:`AuditChain` — puts any sink with ``append(event)`` or ``log(event)`` behind a
   hash chain (the PEP wraps whatever ``audit_logger`` it is given in one).
-* :func:`verify_audit_log` (and ``jevqueue audit verify PATH``) — says which record was
+* :class:`PostgresAuditLog` — one chain for a fleet of workers on many hosts, in
+  PostgreSQL (the ``postgres`` extra), with the same records and hashes as SQLite.
+* :func:`verify_audit_log` (and ``jevqueue audit verify PATH|URL``) — says which record was
   edited, deleted, reordered or cut off.
+* :func:`export_audit_log` (and ``jevqueue audit export``) — a verifiable JSONL copy.
 
-Names load on first use, so ``import jevqueue.audit`` does not open SQLite.
+Names load on first use, so ``import jevqueue.audit`` opens neither SQLite nor psycopg.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from jevqueue._lazy import lazy_getattr
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.audit._chain import AuditChain
+    from jevqueue.audit._export import export_audit_log
     from jevqueue.audit._jsonl_log import JsonlAuditLog
+    from jevqueue.audit._postgres_log import PostgresAuditLog
     from jevqueue.audit._record import GENESIS_HASH, AuditRecord, decision_event
     from jevqueue.audit._sink import AuditSink, ChainedAuditLog
     from jevqueue.audit._sqlite_log import SQLiteAuditLog
@@ -39,9 +44,11 @@ _EXPORTS: dict[str, str] = {
     "ChainedAuditLog": "jevqueue.audit._sink",
     "GENESIS_HASH": "jevqueue.audit._record",
     "JsonlAuditLog": "jevqueue.audit._jsonl_log",
+    "PostgresAuditLog": "jevqueue.audit._postgres_log",
     "SQLiteAuditLog": "jevqueue.audit._sqlite_log",
     "VerificationReport": "jevqueue.audit._verify",
     "decision_event": "jevqueue.audit._record",
+    "export_audit_log": "jevqueue.audit._export",
     "verify_audit_log": "jevqueue.audit._verify",
 }
 
@@ -53,9 +60,11 @@ __all__ = [
     "AuditSink",
     "ChainedAuditLog",
     "JsonlAuditLog",
+    "PostgresAuditLog",
     "SQLiteAuditLog",
     "VerificationReport",
     "decision_event",
+    "export_audit_log",
     "verify_audit_log",
 ]
 

@@ -18,7 +18,7 @@ from jevqueue.audit._record import (
     unexpected_fields,
 )
 from jevqueue.audit._sqlite_log import COLUMNS, row_to_record
-from jevqueue.errors import AuditIntegrityError, AuditReadError
+from jevqueue.errors import AuditIntegrityError, AuditReadError, ConfigurationError
 
 __all__ = ["AuditProblem", "VerificationReport", "verify_audit_log"]
 
@@ -64,8 +64,8 @@ class VerificationReport:
     """The outcome of :func:`verify_audit_log`.
 
     Attributes:
-        path: the file checked.
-        format: ``"sqlite"`` or ``"jsonl"``.
+        path: the file checked (for a database, its URL with the password hidden).
+        format: ``"sqlite"``, ``"jsonl"`` or ``"postgresql"``.
         count: how many records the log holds (readable or not).
         head_hash: the ``record_hash`` of the last record (:data:`GENESIS_HASH` if none);
             keep it somewhere else and pass it back as ``expected_head`` later to detect a
@@ -75,7 +75,7 @@ class VerificationReport:
     """
 
     path: str
-    format: Literal["sqlite", "jsonl"]
+    format: Literal["sqlite", "jsonl", "postgresql"]
     count: int
     head_hash: str
     problems: tuple[AuditProblem, ...]
@@ -101,15 +101,23 @@ class VerificationReport:
             raise AuditIntegrityError(self.summary(), index=first.index)
 
 
+_Head = tuple[int | None, str | None]
+_Read = tuple[list[AuditRecord | None], list[AuditProblem], _Head | None, list[str]]
+
+
 def verify_audit_log(
     path: str | os.PathLike[str],
     *,
     expected_head: str | None = None,
     expected_count: int | None = None,
+    schema: str = "jevqueue",
 ) -> VerificationReport:
-    """Check an SQLite or JSONL audit log and say exactly what is wrong with it.
+    """Check an SQLite, JSONL or PostgreSQL audit log and say exactly what is wrong with it.
 
-    The format is taken from the extension (``.sqlite``/``.sqlite3``/``.db`` or
+    A ``postgresql://`` (or ``postgres://``) URL is read as a
+    :class:`~jevqueue.audit.PostgresAuditLog` in ``schema`` (this needs the ``postgres``
+    extra); its rows and head are checked exactly as an SQLite file's. For a file, the
+    format is taken from the extension (``.sqlite``/``.sqlite3``/``.db`` or
     ``.jsonl``/``.ndjson``), else from the content. Every record's hash is recomputed
     (edits), every ``prev_hash`` must name the record before it (deletions,
     reorderings), and the log's end is compared with its head anchor — the ``audit_head``
@@ -126,6 +134,27 @@ def verify_audit_log(
     Raises:
         AuditReadError: the file is missing, unreadable, or not an audit log.
     """
+    return _report(*load_audit_log(path, schema=schema), expected_head, expected_count)
+
+
+_Loaded = tuple[
+    str,
+    Literal["sqlite", "jsonl", "postgresql"],
+    list[AuditRecord | None],
+    list[AuditProblem],
+    _Head | None,
+    list[str],
+]
+
+
+def load_audit_log(path: str | os.PathLike[str], *, schema: str = "jevqueue") -> _Loaded:
+    """Read a log of any kind: where, kind, records (``None``: unreadable), problems, head, notes.
+
+    Raises:
+        AuditReadError: as :func:`verify_audit_log`.
+    """
+    if isinstance(path, str) and path.startswith(_POSTGRES_SCHEMES):
+        return _load_postgres(path, schema=schema)
     file = Path(path)
     if not file.is_file():
         raise AuditReadError(
@@ -137,6 +166,19 @@ def verify_audit_log(
         records, problems, head, notes = _read_sqlite(file)
     else:
         records, problems, head, notes = _read_jsonl(file)
+    return str(file), kind, records, problems, head, notes
+
+
+def _report(
+    where: str,
+    kind: Literal["sqlite", "jsonl", "postgresql"],
+    records: list[AuditRecord | None],
+    problems: list[AuditProblem],
+    head: _Head | None,
+    notes: list[str],
+    expected_head: str | None,
+    expected_count: int | None,
+) -> VerificationReport:
     problems.extend(_chain_problems(records))
     last_hash = _last_hash(records)
     problems.extend(_head_problems(kind, records, head, notes))
@@ -161,13 +203,48 @@ def verify_audit_log(
         )
     problems.sort(key=lambda problem: -1 if problem.index is None else problem.index)
     return VerificationReport(
-        path=str(file),
+        path=where,
         format=kind,
         count=len(records),
         head_hash=last_hash,
         problems=tuple(problems),
         notes=tuple(notes),
     )
+
+
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def _load_postgres(url: str, *, schema: str) -> _Loaded:
+    from jevqueue.audit._postgres_log import read_postgres_log
+    from jevqueue.db._connection import redacted
+
+    try:
+        rows, head_row = read_postgres_log(url, schema=schema)
+    except ConfigurationError as error:  # a malformed schema name
+        raise AuditReadError(str(error)) from error
+    records, problems = _rows_to_records(rows)
+    notes: list[str] = []
+    if head_row is None:
+        notes.append("no head anchor: records cut off the end cannot be detected")
+    head: _Head | None = head_row
+    return redacted(url), "postgresql", records, problems, head, notes
+
+
+def _rows_to_records(
+    rows: Sequence[tuple[object, ...]],
+) -> tuple[list[AuditRecord | None], list[AuditProblem]]:
+    records: list[AuditRecord | None] = []
+    problems: list[AuditProblem] = []
+    for index, row in enumerate(rows):
+        try:
+            records.append(row_to_record(row))
+        except (ValueError, TypeError) as error:
+            records.append(None)
+            problems.append(
+                AuditProblem("malformed", index, _text(row[1]), f"unreadable row ({error})")
+            )
+    return records, problems
 
 
 def _detect(file: Path) -> Literal["sqlite", "jsonl"]:
@@ -193,10 +270,6 @@ def _detect(file: Path) -> Literal["sqlite", "jsonl"]:
         f"{str(file)!r} is neither an SQLite audit log nor a JSONL audit log: pass the file "
         "an SQLiteAuditLog or JsonlAuditLog wrote"
     )
-
-
-_Head = tuple[int | None, str | None]
-_Read = tuple[list[AuditRecord | None], list[AuditProblem], _Head | None, list[str]]
 
 
 def _read_sqlite(file: Path) -> _Read:
@@ -225,16 +298,7 @@ def _read_sqlite(file: Path) -> _Read:
         ) from error
     finally:
         connection.close()
-    records: list[AuditRecord | None] = []
-    problems: list[AuditProblem] = []
-    for index, row in enumerate(rows):
-        try:
-            records.append(row_to_record(row))
-        except (ValueError, TypeError) as error:
-            records.append(None)
-            problems.append(
-                AuditProblem("malformed", index, _text(row[1]), f"unreadable row ({error})")
-            )
+    records, problems = _rows_to_records(rows)
     notes: list[str] = []
     head: _Head | None = None
     if head_row is None:

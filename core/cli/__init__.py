@@ -18,6 +18,7 @@ _COMMANDS: dict[str, str] = {
     "approve": "jevqueue.cli.approve:approve",
     "audit": "jevqueue.cli.audit:audit",
     "mcp-proxy": "jevqueue.cli.mcp_proxy:mcp_proxy",
+    "db": "jevqueue.cli.db:db",
 }
 
 

@@ -1,11 +1,11 @@
-"""``jevqueue audit``: verify a hash-chained audit log."""
+"""``jevqueue audit``: verify a hash-chained audit log, or export it as JSONL."""
 
 from __future__ import annotations
 
 import json
 
 import click
-from jevqueue.errors import AuditReadError
+from jevqueue.errors import AuditIntegrityError, AuditReadError
 
 __all__ = ["audit"]
 
@@ -15,8 +15,16 @@ def audit() -> None:
     """Inspect and verify audit logs."""
 
 
+_SCHEMA = click.option(
+    "--schema",
+    default="jevqueue",
+    show_default=True,
+    help="For a postgresql:// URL: the schema holding the log.",
+)
+
+
 @audit.command()
-@click.argument("path", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("path", type=str)
 @click.option(
     "--expect-head",
     default=None,
@@ -29,8 +37,12 @@ def audit() -> None:
     help="The log must hold at least this many records.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def verify(path: str, expect_head: str | None, expect_count: int | None, as_json: bool) -> None:
-    """Check the hash chain of the SQLite or JSONL audit log at PATH.
+@_SCHEMA
+def verify(
+    path: str, expect_head: str | None, expect_count: int | None, as_json: bool, schema: str
+) -> None:
+    """Check the hash chain of the audit log at PATH: an SQLite or JSONL file, or a
+    PostgreSQL database given as a postgresql:// URL.
 
     Prints OK with the record count and head hash, or every record that was edited,
     deleted, reordered or cut off, or is malformed (unreadable, or carrying keys outside
@@ -40,8 +52,10 @@ def verify(path: str, expect_head: str | None, expect_count: int | None, as_json
     from jevqueue.audit import verify_audit_log
 
     try:
-        report = verify_audit_log(path, expected_head=expect_head, expected_count=expect_count)
-    except AuditReadError as error:
+        report = verify_audit_log(
+            path, expected_head=expect_head, expected_count=expect_count, schema=schema
+        )
+    except (AuditReadError, ImportError) as error:
         click.echo(f"Error: {error}", err=True)
         raise SystemExit(2) from error
     if as_json:
@@ -73,3 +87,29 @@ def verify(path: str, expect_head: str | None, expect_count: int | None, as_json
             click.echo(f"note: {note}")
     if not report.ok:
         raise SystemExit(1)
+
+
+@audit.command(name="export")
+@click.argument("source", type=str)
+@click.argument("destination", type=click.Path(dir_okay=False, path_type=str))
+@_SCHEMA
+def export(source: str, destination: str, schema: str) -> None:
+    """Copy the audit log SOURCE (a file or a postgresql:// URL) to the new JSONL file
+    DESTINATION, with its head anchor, so that `jevqueue audit verify DESTINATION` checks
+    the copy as it checks the original.
+
+    SOURCE is verified first and not exported when it has any problem. Exits 0 when the
+    copy was written and verifies, 1 when SOURCE does not verify, 2 when it cannot be read
+    or DESTINATION cannot be written.
+    """
+    from jevqueue.audit import export_audit_log
+
+    try:
+        report = export_audit_log(source, destination, schema=schema)
+    except AuditIntegrityError as error:
+        click.echo(f"Error: not exported, the source does not verify:\n{error}", err=True)
+        raise SystemExit(1) from error
+    except (AuditReadError, ImportError) as error:
+        click.echo(f"Error: {error}", err=True)
+        raise SystemExit(2) from error
+    click.echo(f"exported {report.count} records to {destination}; head {report.head_hash}")

@@ -35,9 +35,11 @@ def test_public_surface_is_pinned() -> None:
         "AuditSink",
         "ChainedAuditLog",
         "JsonlAuditLog",
+        "PostgresAuditLog",
         "SQLiteAuditLog",
         "VerificationReport",
         "decision_event",
+        "export_audit_log",
         "verify_audit_log",
     }
     for name in audit.__all__:

@@ -1,0 +1,205 @@
+"""The fleet's consumed-approval set: an approval used on one host is refused on every other."""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import timedelta
+from typing import Any
+
+from jevqueue.approvals._check import CLOCK_SKEW, DEFAULT_FRESHNESS
+from jevqueue.db._connection import database_url, driver, open_pool, quoted_schema, redacted
+from jevqueue.db._migrations import DEFAULT_SCHEMA, check_schema
+from jevqueue.errors import ConfigurationError, JevRuntimeError
+
+__all__ = ["MINIMUM_RETENTION", "ConsumedApprovalsError", "PostgresConsumedApprovals"]
+
+MINIMUM_RETENTION = DEFAULT_FRESHNESS + 2 * CLOCK_SKEW
+"""The shortest age at which a consumed approval may be forgotten by :meth:`prune`.
+
+An approval is accepted only while ``now <= issued_at + freshness`` and
+``issued_at <= now + clock_skew``; so one consumed at ``t`` is stale everywhere by
+``t + freshness + clock_skew``. One more ``clock_skew`` covers a worker whose clock runs
+behind the database's (``consumed_at`` is the database's clock).
+"""
+
+
+class ConsumedApprovalsError(JevRuntimeError):
+    """The consumed-approval store could not answer; the approval is not fulfilled."""
+
+
+class PostgresConsumedApprovals:
+    """The consumed-approval set in PostgreSQL, shared by every worker of a fleet.
+
+    :meth:`consume` is one ``INSERT ... ON CONFLICT (approval_id) DO NOTHING``, committed
+    (``synchronous_commit = on``) before it returns: the primary key decides, inside the
+    database, which of any number of concurrent callers on any number of hosts wins — there
+    is no read before the write for a race to slip between. Exactly one caller gets
+    ``True``; every later or concurrent one gets ``False``.
+
+    Every failure (the server unreachable, a dropped connection, a statement timeout, a
+    full disk, a failover) raises :class:`ConsumedApprovalsError`, which
+    :func:`~jevqueue.approvals.check_approvals` turns into a refusal: no approval counts
+    that could not be recorded as used. The connection pool reconnects by itself when
+    the database is back.
+
+    :meth:`prune` forgets approvals consumed longer ago than a retention that is never
+    shorter than :data:`MINIMUM_RETENTION`, so single use holds within the freshness window
+    while the table stays small.
+
+    The schema must have been created with :func:`jevqueue.db.migrate`.
+
+    Args:
+        url: a libpq connection string; default ``$JEVQUEUE_DATABASE_URL``.
+        schema: the schema holding jevqueue's tables.
+        statement_timeout: seconds a statement may take before consumption fails.
+        connect_timeout: seconds to wait for a connection before consumption fails.
+        pool_size: the most connections this object opens.
+
+    Raises:
+        ConfigurationError: no URL, a malformed one, or impossible settings.
+        ImportError: the ``postgres`` extra is missing.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        statement_timeout: float = 5.0,
+        connect_timeout: float = 5.0,
+        pool_size: int = 4,
+    ) -> None:
+        self.url = database_url(url)
+        s = quoted_schema(schema)
+        if not statement_timeout > 0 or not connect_timeout > 0:
+            raise ConfigurationError("statement_timeout and connect_timeout must be positive")
+        if type(pool_size) is not int or pool_size < 1:
+            raise ConfigurationError("pool_size must be a positive integer")
+        self.schema = schema
+        self.statement_timeout = statement_timeout
+        self.connect_timeout = connect_timeout
+        self.pool_size = pool_size
+        self.where = redacted(self.url)
+        self._insert = (
+            f"INSERT INTO {s}.consumed_approvals (approval_id, action_digest) VALUES (%s, %s) "
+            "ON CONFLICT (approval_id) DO NOTHING"
+        )
+        self._contains = f"SELECT 1 FROM {s}.consumed_approvals WHERE approval_id = %s"
+        self._prune = f"DELETE FROM {s}.consumed_approvals WHERE consumed_at < now() - %s::interval"
+        self._psycopg, _ = driver()
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._pool: Any = None
+        self._abandoned: list[Any] = []
+        self._schema_checked = False
+        self._closed = False
+
+    def _pool_now(self) -> Any:
+        with self._lock:
+            if self._closed:
+                raise ConsumedApprovalsError(
+                    f"the consumed-approval store {self.where} is closed; open a new one"
+                )
+            if self._pool is not None and self._pid != os.getpid():
+                self._abandoned.append(self._pool)  # a forked child keeps off its parent's
+                self._pool = None
+            if self._pool is None:
+                self._pid = os.getpid()
+                self._pool = open_pool(
+                    self.url,
+                    name=f"approvals-{self.schema}",
+                    max_size=self.pool_size,
+                    connect_timeout=self.connect_timeout,
+                    statement_timeout=self.statement_timeout,
+                )
+            return self._pool
+
+    def _run(self, what: str, sql: str, parameters: tuple[Any, ...]) -> Any:
+        """Run one autocommit statement; once more on a fresh connection if it was dead.
+
+        Trying a consumption again is safe: if the first attempt did commit, the second
+        answers "already used" and the approval is refused, which fails closed.
+        """
+        psycopg = self._psycopg
+        for attempt in (1, 2):
+            pool = self._pool_now()
+            try:
+                connection = pool.getconn(timeout=self.connect_timeout)
+            except Exception as error:
+                raise self._failure(f"cannot reach the database to {what}", error) from error
+            try:
+                if not self._schema_checked:
+                    check_schema(connection, self.url, self.schema)
+                    self._schema_checked = True
+                return connection.execute(sql, parameters)
+            except ConfigurationError as error:
+                raise ConsumedApprovalsError(
+                    f"{error}; until then no approval can be used"
+                ) from error
+            except psycopg.OperationalError as error:
+                if attempt == 2 or not (connection.closed or connection.broken):
+                    raise self._failure(f"cannot {what}", error) from error
+                pool.putconn(connection)
+                connection = None
+                try:
+                    pool.check()
+                except Exception as check_error:
+                    raise self._failure(f"cannot {what}", error) from check_error
+            except psycopg.Error as error:
+                raise self._failure(f"cannot {what}", error) from error
+            finally:
+                if connection is not None:
+                    pool.putconn(connection)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _failure(self, what: str, error: BaseException) -> ConsumedApprovalsError:
+        return ConsumedApprovalsError(
+            f"the consumed-approval store {self.where}: {what} ({type(error).__name__}: "
+            f"{str(error).strip() or 'no detail'}); the approval is not fulfilled"
+        )
+
+    def consume(self, approval_id: str, action_digest: str) -> bool:
+        """Mark ``approval_id`` as used; return ``False`` if it had been used already.
+
+        Raises:
+            ConsumedApprovalsError: the use could not be recorded; the caller must treat
+                the approval as not fulfilled.
+        """
+        if type(approval_id) is not str or type(action_digest) is not str:
+            raise ConsumedApprovalsError("approval_id and action_digest must be strings")
+        cursor = self._run(
+            "record the approval as used", self._insert, (approval_id, action_digest)
+        )
+        return bool(cursor.rowcount == 1)
+
+    def __contains__(self, approval_id: object) -> bool:
+        if type(approval_id) is not str:
+            return False
+        cursor = self._run("look the approval up", self._contains, (approval_id,))
+        return cursor.fetchone() is not None
+
+    def prune(self, older_than: timedelta = MINIMUM_RETENTION) -> int:
+        """Forget approvals consumed more than ``older_than`` ago; return how many.
+
+        Raises:
+            ConfigurationError: ``older_than`` is shorter than :data:`MINIMUM_RETENTION`:
+                a forgotten approval that is still fresh could be used again.
+            ConsumedApprovalsError: the database could not be written.
+        """
+        if not isinstance(older_than, timedelta) or older_than < MINIMUM_RETENTION:
+            raise ConfigurationError(
+                f"prune(older_than={older_than!r}) would forget approvals that may still be "
+                f"fresh: keep them at least {MINIMUM_RETENTION} (freshness plus twice the "
+                "clock skew)"
+            )
+        cursor = self._run("prune consumed approvals", self._prune, (older_than,))
+        return int(cursor.rowcount)
+
+    def close(self) -> None:
+        """Close the pool; later calls raise :class:`ConsumedApprovalsError`."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pid == os.getpid():
+            pool.close()
