@@ -40,6 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from jevqueue.governor import Governor
     from jevqueue.host import LOCAL_MODEL_ID, Host
+    from jevqueue.embedding_ballot import EmbeddingBallot
+    from jevqueue.hybrid_ballot import HybridBallot
     from jevqueue.lexical_ballot import LexicalBallot
     from jevqueue.path import Path
     from jevqueue.pdp import (
@@ -56,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from jevqueue.rule import FunctionRule, Rule
     from jevqueue.thresholds import Thresholds
+    from jevqueue.turn_recorder import TurnRecorder
     from jevqueue.verdict import Verdict, VerdictKind
 
 __version__ = "0.1.0"
@@ -67,6 +70,9 @@ _EXPORTS: dict[str, str] = {
     "Path": "jevqueue.path",
     "Ballot": "jevqueue.ballot",
     "LexicalBallot": "jevqueue.lexical_ballot",
+    "EmbeddingBallot": "jevqueue.embedding_ballot",
+    "HybridBallot": "jevqueue.hybrid_ballot",
+    "TurnRecorder": "jevqueue.turn_recorder",
     "Thresholds": "jevqueue.thresholds",
     "Host": "jevqueue.host",
     "LOCAL_MODEL_ID": "jevqueue.host",
@@ -111,10 +117,12 @@ __all__ = [
     "ControlSignal",
     "Decision",
     "DecisionError",
+    "EmbeddingBallot",
     "ExecutionContext",
     "FunctionRule",
     "Governor",
     "Host",
+    "HybridBallot",
     "JevError",
     "JevRuntimeError",
     "LexicalBallot",
@@ -130,6 +138,7 @@ __all__ = [
     "ToolRegistry",
     "ToolSpec",
     "TurnInterruptedError",
+    "TurnRecorder",
     "UnfulfilledObligationError",
     "UsageError",
     "Verdict",

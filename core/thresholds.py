@@ -12,8 +12,12 @@ With ``top`` the highest score and ``lead`` its distance to the runner-up (the w
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any
 
 from jevqueue.errors import ConfigurationError
 
@@ -79,3 +83,54 @@ class Thresholds:
                 f"({self.confident!r}): lower floor or raise confident so that "
                 "0 <= floor <= confident <= 1"
             )
+
+    def to_dict(self) -> dict[str, float]:
+        """``{"confident": ..., "margin": ..., "floor": ...}``."""
+        return {"confident": self.confident, "margin": self.margin, "floor": self.floor}
+
+    def save(self, path: str | PathLike[str], **about: Any) -> None:
+        """Write the thresholds as a JSON file that :meth:`load` reads.
+
+        Args:
+            path: The file to write (replaced if it exists).
+            about: Extra JSON-serialisable facts kept under ``"calibration"`` (how the
+                thresholds were fitted); :meth:`load` ignores them.
+        """
+        document: dict[str, Any] = {"jevqueue_thresholds": 1, **self.to_dict()}
+        if about:
+            document["calibration"] = about
+        Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | PathLike[str]) -> Thresholds:
+        """Read a thresholds file written by :meth:`save` or ``jevqueue calibrate``.
+
+        Raises:
+            ConfigurationError: The file cannot be read, is not a thresholds file, lacks
+                a value, has an unknown key, or a value is out of range.
+        """
+        try:
+            document = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(
+                f"cannot read thresholds from {path}: {exc}; write one with "
+                "`jevqueue calibrate RECORDS --out FILE`"
+            ) from exc
+        if not isinstance(document, dict) or document.get("jevqueue_thresholds") != 1:
+            raise ConfigurationError(
+                f"{path} is not a jevqueue thresholds file (no \"jevqueue_thresholds\": 1): "
+                "write one with `jevqueue calibrate RECORDS --out FILE`"
+            )
+        known = {"jevqueue_thresholds", "confident", "margin", "floor", "calibration"}
+        unknown = sorted(set(document) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"{path} has unknown keys {unknown}: a thresholds file holds confident, "
+                "margin and floor (a typo would silently keep a default)"
+            )
+        missing = [key for key in ("confident", "margin", "floor") if key not in document]
+        if missing:
+            raise ConfigurationError(f"{path} lacks {', '.join(missing)}: give all three")
+        return cls(
+            confident=document["confident"], margin=document["margin"], floor=document["floor"]
+        )

@@ -17,6 +17,7 @@ _COMMANDS: dict[str, str] = {
     "policy": "jevqueue.cli.policy:policy",
     "approve": "jevqueue.cli.approve:approve",
     "audit": "jevqueue.cli.audit:audit",
+    "calibrate": "jevqueue.cli.calibrate:calibrate",
 }
 
 
