@@ -38,14 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bfcl_data
 from bfcl_data import RoutingItem
-from routing_calibration import Metrics, Scored, calibrate, curve, metrics, rule, scored_from
-
 from jevqueue.argument_sufficiency import missing_arguments
 from jevqueue.embedding_ballot import EmbeddingBallot, tool_text
 from jevqueue.hybrid_ballot import HybridBallot, fuse
 from jevqueue.lexical_ballot import LexicalBallot
 from jevqueue.thresholds import Thresholds
 from jevqueue.tool_schema import ToolSchema, normalize_tool
+from routing_calibration import Metrics, Scored, calibrate, curve, metrics, rule, scored_from
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 Scores = list[Mapping[str, float]]
@@ -58,7 +57,7 @@ def score_all(items: Sequence[RoutingItem], ballot: object) -> Scores:
 
 def sufficiency_of(items: Sequence[RoutingItem], scores: Scores) -> list[bool]:
     out = []
-    for item, s in zip(items, scores):
+    for item, s in zip(items, scores, strict=True):
         top = max(s, key=s.__getitem__) if s else None
         if top is None:
             out.append(True)
@@ -69,7 +68,7 @@ def sufficiency_of(items: Sequence[RoutingItem], scores: Scores) -> list[bool]:
 
 
 def to_scored(items: Sequence[RoutingItem], scores: Scores, sufficient: list[bool]) -> list[Scored]:
-    return [scored_from(i, s, ok) for i, s, ok in zip(items, scores, sufficient)]
+    return [scored_from(i, s, ok) for i, s, ok in zip(items, scores, sufficient, strict=True)]
 
 
 def halves(scored: Sequence[Scored]) -> tuple[list[Scored], list[Scored]]:
@@ -115,8 +114,11 @@ def by_category(scored: Sequence[Scored], thresholds: Thresholds, sufficiency: b
     _, heldout = halves(scored)
     print(f"    {'category':<26}{'coverage':>9}{'precis':>8}{'nocall>t':>9}{'clarify':>8}")
     for category in bfcl_data.CATEGORIES:
-        rows = [rule(s, thresholds, sufficiency=sufficiency) for s in heldout
-                if s.item.category == category]
+        rows = [
+            rule(s, thresholds, sufficiency=sufficiency)
+            for s in heldout
+            if s.item.category == category
+        ]
         if not rows:
             continue
         m = metrics(rows)
@@ -160,7 +162,9 @@ def text_variants(items: Sequence[RoutingItem], args: argparse.Namespace) -> Non
         scores = score_all(calibration, EmbeddingBallot(tool_text=text))
         scored = to_scored(calibration, scores, [True] * len(calibration))
         thresholds = calibrate(
-            scored, precision=args.precision, no_call_cap=args.no_call_cap,
+            scored,
+            precision=args.precision,
+            no_call_cap=args.no_call_cap,
             prose_budget=args.prose_budget,
         )
         m = metrics(rule(s, thresholds) for s in scored)
@@ -173,8 +177,10 @@ def hybrid_alternatives(
     """Fusion weights and a second-opinion rule, each calibrated on the calibration half;
     chosen by calibration coverage, reported on both halves."""
     print("\nhybrid alternatives (calibrated on the calibration half):")
-    print(f"  {'variant':<34}{'thresholds':<56}{'cal cov':>8}{'held cov':>9}{'held prec':>10}"
-          f"{'held nc>t':>10}")
+    print(
+        f"  {'variant':<34}{'thresholds':<56}{'cal cov':>8}{'held cov':>9}{'held prec':>10}"
+        f"{'held nc>t':>10}"
+    )
 
     def agreement(w: float) -> Callable[[Mapping[str, float], Mapping[str, float]], dict]:
         def combine(lex: Mapping[str, float], emb: Mapping[str, float]) -> dict[str, float]:
@@ -192,12 +198,12 @@ def hybrid_alternatives(
 
     variants: dict[str, Callable[[Mapping[str, float], Mapping[str, float]], dict]] = {}
     for w in (0.2, 0.35, 0.5, 0.65, 0.8):
-        variants[f"fusion, lexical weight {w}"] = lambda l, e, w=w: fuse(l, e, w)
+        variants[f"fusion, lexical weight {w}"] = lambda lex, emb, w=w: fuse(lex, emb, w)
     for w in (0.35, 0.5):
         variants[f"second opinion, weight {w}"] = agreement(w)
     variants["minimum of the two"] = minimum
     for label, combine in variants.items():
-        scores = [combine(lx, em) for lx, em in zip(lexical, embedding)]
+        scores = [combine(lx, em) for lx, em in zip(lexical, embedding, strict=True)]
         scored = to_scored(items, scores, [True] * len(items))
         try:
             t, cal, held = fitted(scored, args, sufficiency=False)
@@ -218,13 +224,20 @@ def plot(name: str, scored: Sequence[Scored], thresholds: Thresholds, sufficienc
 
     calibration, heldout = halves(scored)
     fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
-    for label, rows, style in (("calibration half", calibration, "--"),
-                               ("held-out half", heldout, "-")):
+    for label, rows, style in (
+        ("calibration half", calibration, "--"),
+        ("held-out half", heldout, "-"),
+    ):
         points = curve(rows, thresholds.margin, sufficiency=sufficiency)
         ax.plot([p[1] for p in points], [p[2] for p in points], style, label=label)
     held = metrics(rule(s, thresholds, sufficiency=sufficiency) for s in heldout)
-    ax.plot([held.coverage.value], [held.precision.value], "o", color="black",
-            label=f"shipped: confident {thresholds.confident:g}, margin {thresholds.margin:g}")
+    ax.plot(
+        [held.coverage.value],
+        [held.precision.value],
+        "o",
+        color="black",
+        label=f"shipped: confident {thresholds.confident:g}, margin {thresholds.margin:g}",
+    )
     ax.axhline(0.99, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xlabel("coverage (relevant turns forced)")
     ax.set_ylabel("precision among relevant turns")
@@ -253,10 +266,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"load average at start: {os.getloadavg()}")
     items = bfcl_data.load()
     calibration_items = sum(i.split == "calibrate" for i in items)
-    print(f"{len(items)} routing items from bfcl-eval ({bfcl_data.data_dir()}): "
-          f"{calibration_items} to calibrate on, {len(items) - calibration_items} held out")
-    print(f"rule: precision among relevant >= {args.precision}, no-call forced <= "
-          f"{args.no_call_cap}, relevant to prose <= {args.prose_budget} (Wilson upper)")
+    print(
+        f"{len(items)} routing items from bfcl-eval ({bfcl_data.data_dir()}): "
+        f"{calibration_items} to calibrate on, {len(items) - calibration_items} held out"
+    )
+    print(
+        f"rule: precision among relevant >= {args.precision}, no-call forced <= "
+        f"{args.no_call_cap}, relevant to prose <= {args.prose_budget} (Wilson upper)"
+    )
 
     if args.texts:
         text_variants(items, args)
@@ -292,17 +309,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             by_category(scored, t, sufficiency)
             coverage[label] = held.coverage.value
         # What the shipped defaults do (they carry the sufficiency check in the governor).
-        held_default = metrics(
-            rule(s, shipped[name], sufficiency=True) for s in halves(scored)[1]
-        )
+        held_default = metrics(rule(s, shipped[name], sufficiency=True) for s in halves(scored)[1])
         print(f"\n{name} shipped defaults {shipped[name]}, with argument sufficiency:")
         print_metrics("held-out half", held_default)
         if not args.no_plots:
             print(f"  plot: {plot(name, scored, shipped[name], True)}")
     print("\nheld-out coverage ratios at the calibrated thresholds:")
     print(f"  hybrid / lexical: {coverage['hybrid'] / coverage['lexical']:.2f}")
-    print(f"  hybrid+sufficiency / lexical: "
-          f"{coverage['hybrid + argument sufficiency'] / coverage['lexical']:.2f}")
+    print(
+        f"  hybrid+sufficiency / lexical: "
+        f"{coverage['hybrid + argument sufficiency'] / coverage['lexical']:.2f}"
+    )
     print(f"\nload average at end: {os.getloadavg()}; {time.perf_counter() - started:.0f} s")
     return 0
 

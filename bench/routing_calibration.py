@@ -105,7 +105,9 @@ def metrics(routed: Iterable[Routed]) -> Metrics:
     return Metrics(
         items=len(rows),
         coverage=Rate(len(forced_relevant), len(relevant)),
-        precision=Rate(sum(r.tool in r.item.expected for r in forced_relevant), len(forced_relevant)),
+        precision=Rate(
+            sum(r.tool in r.item.expected for r in forced_relevant), len(forced_relevant)
+        ),
         no_call_forced=Rate(sum(r.path == "tool" for r in no_call), len(no_call)),
         relevant_prose=Rate(sum(r.path == "prose" for r in relevant), len(relevant)),
         irrelevance_prose=Rate(sum(r.path == "prose" for r in irrelevance), len(irrelevance)),
@@ -142,9 +144,9 @@ def calibrate(
     ).thresholds
 
 
-def curve(scored: Sequence[Scored], margin: float, *, sufficiency: bool = False) -> list[
-    tuple[float, float, float]
-]:
+def curve(
+    scored: Sequence[Scored], margin: float, *, sufficiency: bool = False
+) -> list[tuple[float, float, float]]:
     """(confident, coverage, precision among relevant) as ``confident`` sweeps 1 -> 0."""
     points = []
     for confident in reversed(_grid(0.01)):

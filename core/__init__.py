@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.context import ExecutionContext
     from jevqueue.decision import Decision
     from jevqueue.default_rules import default_rules
+    from jevqueue.embedding_ballot import EmbeddingBallot
     from jevqueue.errors import (
         ConfigurationError,
         ControlSignal,
@@ -40,7 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from jevqueue.governor import Governor
     from jevqueue.host import LOCAL_MODEL_ID, Host
-    from jevqueue.embedding_ballot import EmbeddingBallot
     from jevqueue.hybrid_ballot import HybridBallot
     from jevqueue.lexical_ballot import LexicalBallot
     from jevqueue.path import Path

@@ -125,9 +125,12 @@ def missing_arguments(messages: Sequence[Mapping[str, Any]], tool: ToolSchema) -
     missing = []
     for name in required:
         schema = properties.get(name)
-        if isinstance(name, str) and isinstance(schema, Mapping):
-            if _missing(name, schema, text, lowered):
-                missing.append(name)
+        if (
+            isinstance(name, str)
+            and isinstance(schema, Mapping)
+            and _missing(name, schema, text, lowered)
+        ):
+            missing.append(name)
     return missing
 
 
@@ -149,7 +152,4 @@ def missing_question(tool: ToolSchema, missing: Sequence[str]) -> str:
     props = properties if isinstance(properties, Mapping) else {}
     named = [_described(name, props.get(name)) for name in missing]
     listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + f" and {named[-1]}"
-    return (
-        f"I can do this with `{tool.name}`, but I need to know {listed}. "
-        "What should I use?"
-    )
+    return f"I can do this with `{tool.name}`, but I need to know {listed}. What should I use?"

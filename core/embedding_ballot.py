@@ -120,7 +120,7 @@ class EmbeddingBallot:
         if missing:
             encoded = self.encoder.encode(missing)
             with self._lock:
-                for text, vector in zip(missing, encoded):
+                for text, vector in zip(missing, encoded, strict=True):
                     self._vectors[text] = vector
                 while len(self._vectors) > _TOOL_CACHE:
                     self._vectors.popitem(last=False)
@@ -161,7 +161,7 @@ class EmbeddingBallot:
             return {schema.name: 0.0 for schema in schemas}
         matrix = self._matrix(tuple(self._tool_text(schema) for schema in schemas))
         cosines = matrix @ self._query(request)
-        return {schema.name: float(value) for schema, value in zip(schemas, cosines)}
+        return {schema.name: float(value) for schema, value in zip(schemas, cosines, strict=True)}
 
     def score(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]

@@ -17,6 +17,7 @@ from time import perf_counter
 from types import MappingProxyType
 from typing import Any, Literal
 
+from jevqueue.argument_sufficiency import missing_arguments, missing_question
 from jevqueue.ballot import Ballot
 from jevqueue.decision import Decision
 from jevqueue.errors import (
@@ -28,9 +29,8 @@ from jevqueue.errors import (
 from jevqueue.host import Host
 from jevqueue.messages import follows_tool_result, is_user_turn
 from jevqueue.path import Path
-from jevqueue.risk_rules import RiskRule
-from jevqueue.argument_sufficiency import missing_arguments, missing_question
 from jevqueue.policy_probe import PolicyProbe
+from jevqueue.risk_rules import RiskRule
 from jevqueue.static_tools import (
     StaticPayload,
     check_static_tools,

@@ -23,12 +23,12 @@ from jevqueue.thresholds import Thresholds
 
 __all__ = ["HybridBallot", "fuse"]
 
-_DEFAULT_WEIGHT = 0.5
+_DEFAULT_WEIGHT = 0.65
 
 
-def fuse(lexical: Mapping[str, float], embedding: Mapping[str, float], weight: float) -> dict[
-    str, float
-]:
+def fuse(
+    lexical: Mapping[str, float], embedding: Mapping[str, float], weight: float
+) -> dict[str, float]:
     """``weight * lexical + (1 - weight) * embedding`` per tool, highest first."""
     names = list(embedding) or list(lexical)
     fused = {

@@ -61,7 +61,9 @@ class PolicyProbe:
             )
         try:
             self._context = (
-                context if isinstance(context, ExecutionContext) else ExecutionContext.coerce(context)
+                context
+                if isinstance(context, ExecutionContext)
+                else ExecutionContext.coerce(context)
             )
         except UsageError as exc:
             raise ConfigurationError(f"Governor context is invalid: {exc}") from exc

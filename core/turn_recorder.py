@@ -47,7 +47,9 @@ def _record(decision: Decision) -> dict[str, Any]:
         "lead": top - second,
         # The governor's question for a missing argument (see missing_question), kept in
         # the reason in shadow mode too.
-        "sufficient": not (decision.reason is not None and "I can do this with `" in decision.reason),
+        "sufficient": not (
+            decision.reason is not None and "I can do this with `" in decision.reason
+        ),
         "candidates": [[name, score] for name, score in ranked[:_KEEP]],
         "called": list(decision.called) if decision.called is not None else None,
     }
@@ -91,22 +93,21 @@ def read_records(path: str | PathLike[str]) -> Iterator[dict[str, Any]]:
         UsageError: The file cannot be read, or a line is not a record (with its number).
     """
     try:
-        handle = Path(path).open(encoding="utf-8")
-    except OSError as exc:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read turn records from {path}: {exc}") from exc
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise UsageError(f"{path}:{number} is not JSON ({exc})") from exc
-            if not isinstance(record, dict) or "top" not in record or "called" not in record:
-                raise UsageError(
-                    f"{path}:{number} is not a turn record (written by jevqueue.TurnRecorder)"
-                )
-            yield record
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise UsageError(f"{path}:{number} is not JSON ({exc})") from exc
+        if not isinstance(record, dict) or "top" not in record or "called" not in record:
+            raise UsageError(
+                f"{path}:{number} is not a turn record (written by jevqueue.TurnRecorder)"
+            )
+        yield record
 
 
 def observations(records: Iterator[dict[str, Any]]) -> list[Observation]:

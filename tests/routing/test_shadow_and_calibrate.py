@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
 from jevqueue import Governor, Path, Thresholds, TurnRecorder
 from jevqueue.calibration import Observation, fit_thresholds, wilson
 from jevqueue.cli import main
@@ -76,8 +75,16 @@ def test_a_turn_after_a_tool_result_is_not_a_label(tmp_path: FilePath) -> None:
     records = tmp_path / "turns.jsonl"
     conversation = [
         *said("read notes.txt"),
-        {"role": "assistant", "tool_calls": [{"id": "1", "type": "function",
-                                               "function": {"name": "read_file", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": "{}"},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "1", "content": "buy milk"},
     ]
     host = ScriptedHost(TOOLS, conversation, [text_response("It says buy milk.")])
@@ -98,9 +105,7 @@ def test_a_failing_recorder_does_not_withhold_the_response() -> None:
 
     reply = text_response("ok")
     host = ScriptedHost(TOOLS, said("hm"), [reply])
-    governor = Governor(
-        FixedBallot({"read_file": 0.3}), thresholds=THRESHOLDS, recorder=broken
-    )
+    governor = Governor(FixedBallot({"read_file": 0.3}), thresholds=THRESHOLDS, recorder=broken)
     assert governor.step(host) == reply
 
 
@@ -130,13 +135,13 @@ def test_wilson_matches_the_textbook_values() -> None:
 def turns() -> list[Observation]:
     """Confident turns are right, middling ones half wrong, low ones need no tool."""
     out = []
-    for i in range(200):
+    for _ in range(200):
         out.append(Observation("a", 0.9, 0.5, frozenset({"a"})))
     for i in range(100):
         out.append(Observation("a", 0.5, 0.3, frozenset({"a" if i % 2 else "b"})))
-    for i in range(100):
+    for _ in range(100):
         out.append(Observation("a", 0.05, 0.05, frozenset()))
-    for i in range(10):
+    for _ in range(10):
         out.append(Observation("a", 0.3, 0.2, frozenset({"a"})))
     return out
 
@@ -163,23 +168,47 @@ def test_the_fit_refuses_what_it_cannot_measure() -> None:
 def write_records(path: FilePath) -> None:
     lines = []
     for o in turns():
-        lines.append({"path": "delegate", "routable": True, "top_tool": o.top_tool, "top": o.top,
-                      "lead": o.lead, "called": sorted(o.needed)})
-    lines.append({"path": "tool", "routable": True, "top_tool": "a", "top": 0.9, "lead": 0.9,
-                  "called": ["b"]})  # a forced turn is no label: the model had no choice
+        lines.append(
+            {
+                "path": "delegate",
+                "routable": True,
+                "top_tool": o.top_tool,
+                "top": o.top,
+                "lead": o.lead,
+                "called": sorted(o.needed),
+            }
+        )
+    lines.append(
+        {
+            "path": "tool",
+            "routable": True,
+            "top_tool": "a",
+            "top": 0.9,
+            "lead": 0.9,
+            "called": ["b"],
+        }
+    )  # a forced turn is no label: the model had no choice
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
 def test_calibrate_fits_prints_intervals_and_writes_a_loadable_file(tmp_path: FilePath) -> None:
-    pytest.importorskip("matplotlib", reason='--plot needs pip install "jevqueue[embed]"')
+    pytest.importorskip("matplotlib", reason='--plot needs pip install "jevqueue[plot]"')
     records = tmp_path / "turns.jsonl"
     write_records(records)
     out, plot = tmp_path / "thresholds.json", tmp_path / "pc.png"
 
     result = CliRunner().invoke(
         main,
-        ["calibrate", str(records), "--target-precision", "0.99", "--out", str(out),
-         "--plot", str(plot)],
+        [
+            "calibrate",
+            str(records),
+            "--target-precision",
+            "0.99",
+            "--out",
+            str(out),
+            "--plot",
+            str(plot),
+        ],
     )
 
     assert result.exit_code == 0, result.output
