@@ -241,8 +241,8 @@ def plot(name: str, scored: Sequence[Scored], thresholds: Thresholds, sufficienc
     ax.axhline(0.99, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xlabel("coverage (relevant turns forced)")
     ax.set_ylabel("precision among relevant turns")
-    ax.set_ylim(0.5, 1.005)
-    ax.set_xlim(0, 1)
+    ax.set_ylim(0.8, 1.005)
+    ax.set_xlim(0, 0.4)
     ax.set_title(f"{name} ballot on BFCL (margin {thresholds.margin:g}, confident swept)")
     ax.legend(loc="lower left", fontsize=8)
     fig.tight_layout()
@@ -284,8 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             lexical, embedding, hybrid = pickle.load(handle)
     else:
         lexical = score_all(items, LexicalBallot())
-        embedding = score_all(items, EmbeddingBallot())
-        hybrid = score_all(items, HybridBallot())
+        embedding_ballot = EmbeddingBallot()
+        embedding = score_all(items, embedding_ballot)
+        # The hybrid shares the embedding ballot's cached tool vectors (same model, same
+        # texts): only the requests are embedded again.
+        hybrid = score_all(items, HybridBallot(embedding=embedding_ballot))
         if cache is not None:
             with cache.open("wb") as handle:
                 pickle.dump((lexical, embedding, hybrid), handle)

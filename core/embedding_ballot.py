@@ -85,7 +85,7 @@ class EmbeddingBallot:
         {'get_forecast': 0.49...}
     """
 
-    thresholds: ClassVar[Thresholds] = Thresholds(confident=0.62, margin=0.06, floor=0.09)
+    thresholds: ClassVar[Thresholds] = Thresholds(confident=0.55, margin=0.19, floor=0.15)
     """The thresholds calibrated for this ballot (``bench/routing.py --calibrate``); a
     :class:`~jevqueue.governor.Governor` built with this ballot and no thresholds uses them."""
 

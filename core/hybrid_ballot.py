@@ -57,7 +57,7 @@ class HybridBallot:
         >>> governor = Governor(HybridBallot())  # its own calibrated thresholds
     """
 
-    thresholds: ClassVar[Thresholds] = Thresholds(confident=0.5, margin=0.05, floor=0.05)
+    thresholds: ClassVar[Thresholds] = Thresholds(confident=0.49, margin=0.26, floor=0.06)
     """The thresholds calibrated for this ballot (``bench/routing.py``); a
     :class:`~jevqueue.governor.Governor` built with this ballot and no thresholds uses them."""
 

@@ -109,12 +109,22 @@ def test_a_governor_with_the_ballot_uses_its_calibrated_thresholds() -> None:
     assert Governor(ballot, thresholds=own).thresholds == own
 
 
-def test_an_everyday_request_is_forced_with_the_shipped_defaults() -> None:
+def test_a_request_that_restates_the_tool_is_forced_with_the_shipped_defaults() -> None:
+    # The calibrated embedding thresholds are strict: a request has to say much of what the
+    # tool's text says ("Send an email to Ann" alone scores about 0.44 and delegates).
     decision = Governor(EmbeddingBallot()).decide(
-        ask("Will it rain in Oslo tomorrow?"), [EMAIL, WEATHER]
+        ask("Send an email message to the recipient Ann with the body 'the report is ready'"),
+        [EMAIL, WEATHER],
     )
     assert decision.path is Path.TOOL
-    assert decision.tool == "get_weather_forecast"
+    assert decision.tool == "send_email"
+
+
+def test_an_off_topic_request_takes_prose_with_the_shipped_defaults() -> None:
+    decision = Governor(EmbeddingBallot()).decide(
+        ask("Tabs or spaces, which do you prefer?"), [EMAIL, WEATHER]
+    )
+    assert decision.path is Path.PROSE
 
 
 def test_a_tampered_model_file_is_refused(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
