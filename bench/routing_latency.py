@@ -89,12 +89,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in order:
                 governor = Governor(factories[name]())
                 first = requests[(round_ * 7) % len(requests)]
-                cold.setdefault((name, size), []).append(timed(governor.decide, first, toolset))
-                samples = []
+                cold.setdefault((name, size), []).append(
+                    timed(governor.decide, first, toolset)[0]
+                )
+                samples, cpu = [], []
                 for k in range(WARM_REQUESTS):
                     request = requests[(round_ * WARM_REQUESTS + k + 1) % len(requests)]
-                    samples.append(timed(governor.decide, request, toolset))
+                    wall, used = timed(governor.decide, request, toolset)
+                    samples.append(wall)
+                    cpu.append(used)
                 warm.setdefault((name, size), []).append(statistics.median(samples))
+                warm_cpu.setdefault((name, size), []).append(statistics.median(cpu))
 
     def cell(values: list[float]) -> str:
         ms = [v * 1000 for v in values]

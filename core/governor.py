@@ -111,6 +111,8 @@ class Governor:
             (``Decision.called``), the label ``jevqueue calibrate`` learns from.
         shadow: Decide and record every turn, but always delegate (a true passthrough);
             the path the governor would have taken is kept in ``Decision.proposed``.
+            :meth:`decide` still returns that path: shadow mode changes what
+            :meth:`step` and :meth:`astep` do.
         pep: A :class:`~jevqueue.pep.PolicyEnforcementPoint`. When exactly one tool is
             plausible (it would be forced) and the policy is certain to deny any call of
             it — the tool is not in the PDP's registry, or the PDP denies it with no
