@@ -249,3 +249,60 @@ def test_saved_thresholds_round_trip(tmp_path: FilePath) -> None:
     Thresholds(0.7, 0.1, 0.05).save(path, note="by hand")
     assert Thresholds.load(path) == Thresholds(0.7, 0.1, 0.05)
     assert json.loads(path.read_text())["calibration"] == {"note": "by hand"}
+
+
+def test_an_async_host_is_recorded_the_same_way(tmp_path: FilePath) -> None:
+    import asyncio
+
+    from jevqueue.testing import AsyncScriptedHost
+
+    records = tmp_path / "turns.jsonl"
+    reply = tool_call_response(("read_file", {}))
+    host = AsyncScriptedHost(TOOLS, said("read notes.txt"), [reply])
+    governor = Governor(
+        FixedBallot({"read_file": 0.9, "list_tasks": 0.1}),
+        thresholds=THRESHOLDS,
+        shadow=True,
+        recorder=TurnRecorder(records),
+    )
+    asyncio.run(governor.astep(host))
+    (record,) = read_records(records)
+    assert record["proposed"] == "tool" and record["called"] == ["read_file"]
+
+
+def test_a_forced_turn_records_what_the_provider_called() -> None:
+    reply = tool_call_response(("read_file", {}))
+    host = ScriptedHost(TOOLS, said("read notes.txt"), [reply])
+    governor = Governor(FixedBallot({"read_file": 0.9, "list_tasks": 0.1}), thresholds=THRESHOLDS)
+    governor.step(host)
+    assert governor.last is not None
+    assert governor.last.path is Path.TOOL and governor.last.called == ("read_file",)
+    assert governor.last.routable is True and governor.last.proposed is None
+
+
+def test_a_missing_argument_in_shadow_mode_is_recorded_as_insufficient(tmp_path: FilePath) -> None:
+    records = tmp_path / "turns.jsonl"
+    tools = [
+        {
+            "name": "tail",
+            "description": "Show the end of a file.",
+            "parameters": {
+                "type": "object",
+                "properties": {"file_name": {"type": "string"}},
+                "required": ["file_name"],
+            },
+        },
+        {"name": "ls", "description": "List files."},
+    ]
+    host = ScriptedHost(tools, said("show the end of one of my files"), [text_response("Which?")])
+    Governor(
+        FixedBallot({"tail": 0.9, "ls": 0.1}),
+        thresholds=THRESHOLDS,
+        shadow=True,
+        recorder=TurnRecorder(records),
+    ).step(host)
+    (record,) = read_records(records)
+    assert record["proposed"] == "clarify" and record["sufficient"] is False
+    assert record["called"] == []
+    (label,) = observations(read_records(records))
+    assert label.needed == frozenset() and label.sufficient is False
