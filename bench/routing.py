@@ -171,6 +171,61 @@ def text_variants(items: Sequence[RoutingItem], args: argparse.Namespace) -> Non
         print(f"  {label:<44} {thresholds}  coverage {m.coverage.value:.3f}")
 
 
+def sentence_variant(
+    items: Sequence[RoutingItem], lexical: Scores, embedding: Scores, args: argparse.Namespace
+) -> None:
+    """A request of several sentences scored by its best sentence (each tool's score the
+    highest cosine over the whole request and each sentence of three words or more), alone
+    and fused as the hybrid; calibration half only, argument sufficiency on."""
+    import re
+
+    from jevqueue.embedding_ballot import _newest_user_text
+
+    split = re.compile(r"(?<=[.?!;])\s+|,\s+(?:and\s+)?then\s+|\s+and\s+then\s+")
+    ballot = EmbeddingBallot()
+    chosen = [k for k, item in enumerate(items) if item.split == "calibrate"]
+    calibration = [items[k] for k in chosen]
+    best_sentence: Scores = []
+    for k in chosen:
+        item, whole = items[k], embedding[k]
+        parts = [
+            p for p in split.split(_newest_user_text(item.messages).strip()) if len(p.split()) >= 3
+        ]
+        if len(parts) <= 1:
+            best_sentence.append(whole)
+            continue
+        schemas = [normalize_tool(tool) for tool in item.tools]
+        matrix = ballot._matrix(tuple(tool_text(schema) for schema in schemas))
+        cosines = (matrix @ ballot.encoder.encode(parts).T).max(axis=1)
+        best_sentence.append(
+            {
+                schema.name: max(whole[schema.name], min(1.0, max(0.0, float(value))))
+                for schema, value in zip(schemas, cosines, strict=True)
+            }
+        )
+    print("\nscoring a request by its best sentence (calibration half, with sufficiency):")
+    rows = (
+        ("embedding, whole request (shipped)", [embedding[k] for k in chosen]),
+        ("embedding, best sentence", best_sentence),
+        ("hybrid, whole request (shipped)", [fuse(lexical[k], embedding[k], 0.65) for k in chosen]),
+        (
+            "hybrid, best sentence",
+            [fuse(lexical[k], s, 0.65) for k, s in zip(chosen, best_sentence, strict=True)],
+        ),
+    )
+    for label, scores in rows:
+        scored = to_scored(calibration, scores, sufficiency_of(calibration, scores))
+        thresholds = calibrate(
+            scored,
+            precision=args.precision,
+            no_call_cap=args.no_call_cap,
+            prose_budget=args.prose_budget,
+            sufficiency=True,
+        )
+        m = metrics(rule(s, thresholds, sufficiency=True) for s in scored)
+        print(f"  {label:<36} {thresholds}  coverage {m.coverage.value:.3f}")
+
+
 def hybrid_alternatives(
     items: Sequence[RoutingItem], lexical: Scores, embedding: Scores, args: argparse.Namespace
 ) -> None:
@@ -293,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             with cache.open("wb") as handle:
                 pickle.dump((lexical, embedding, hybrid), handle)
     hybrid_alternatives(items, lexical, embedding, args)
+    if args.texts:
+        sentence_variant(items, lexical, embedding, args)
 
     shipped = {
         "lexical": Thresholds(),

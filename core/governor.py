@@ -105,8 +105,10 @@ class Governor:
             supplies its required arguments
             (:func:`~jevqueue.argument_sufficiency.missing_arguments`); when one is
             missing the turn takes ``clarify`` with a question naming it. On by default.
-        recorder: Called with every final :class:`~jevqueue.decision.Decision` after the
-            turn's effect (for example a :class:`~jevqueue.turn_recorder.TurnRecorder`);
+        recorder: Called with the final :class:`~jevqueue.decision.Decision` of every turn
+            whose effect completed (for example a
+            :class:`~jevqueue.turn_recorder.TurnRecorder`); a recorder that raises is
+            logged and the turn goes on;
             with a recorder, delegated turns also read back which tools the model called
             (``Decision.called``), the label ``jevqueue calibrate`` learns from.
         shadow: Decide and record every turn, but always delegate (a true passthrough);
@@ -689,8 +691,14 @@ class Governor:
         response = yield host.generate(force_tool=None, directive="")
         if self._recorder is None:
             return response, None
-        # With a recorder, what the model chose on its own is the label calibration needs.
-        return response, tuple((yield host.called_tools(response)))
+        # With a recorder, what the model chose on its own is the label calibration needs;
+        # a host that cannot say leaves the turn unlabelled rather than failing it.
+        try:
+            called = tuple((yield host.called_tools(response)))
+        except Exception:
+            _logger.warning("called_tools failed on a delegated turn; it is not labelled")
+            return response, None
+        return response, called
 
 
 def _discard(awaitable: Awaitable[Any]) -> None:

@@ -306,3 +306,18 @@ def test_a_missing_argument_in_shadow_mode_is_recorded_as_insufficient(tmp_path:
     assert record["called"] == []
     (label,) = observations(read_records(records))
     assert label.needed == frozenset() and label.sufficient is False
+
+
+def test_a_host_that_cannot_read_back_a_delegated_turn_leaves_it_unlabelled() -> None:
+    class Mute(ScriptedHost):
+        def called_tools(self, response: Any) -> list[str]:
+            raise RuntimeError("no idea")
+
+    reply = text_response("ok")
+    seen: list[Any] = []
+    host = Mute(TOOLS, said("hm"), [reply])
+    governor = Governor(
+        FixedBallot({"read_file": 0.3}), thresholds=THRESHOLDS, recorder=seen.append
+    )
+    assert governor.step(host) == reply
+    assert [d.called for d in seen] == [None]
