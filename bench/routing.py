@@ -372,6 +372,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         held_default = metrics(rule(s, shipped[name], sufficiency=True) for s in halves(scored)[1])
         print(f"\n{name} shipped defaults {shipped[name]}, with argument sufficiency:")
         print_metrics("held-out half", held_default)
+        relevant = [s for s in halves(scored)[1] if s.item.relevant]
+        would = [s for s in relevant if rule(s, shipped[name]).path == "tool"]
+        asked = [s for s in would if not s.sufficient]
+        print(
+            f"  relevant turns the thresholds alone would force: {len(would)}; argument "
+            f"sufficiency asked instead on {len(asked)} ({len(asked)}/{len(relevant)} of "
+            f"relevant turns), {sum(s.top_tool in s.item.expected for s in asked)} of them "
+            "with the right tool"
+        )
         if not args.no_plots:
             print(f"  plot: {plot(name, scored, shipped[name], True)}")
     print("\nheld-out coverage ratios at the calibrated thresholds:")
