@@ -694,11 +694,11 @@ class Governor:
         # With a recorder, what the model chose on its own is the label calibration needs;
         # a host that cannot say leaves the turn unlabelled rather than failing it.
         try:
-            called = tuple((yield host.called_tools(response)))
+            chosen: tuple[str, ...] = tuple((yield host.called_tools(response)))
         except Exception:
             _logger.warning("called_tools failed on a delegated turn; it is not labelled")
             return response, None
-        return response, called
+        return response, chosen
 
 
 def _discard(awaitable: Awaitable[Any]) -> None:
