@@ -1,327 +1,400 @@
-"""Routing quality of the governor on the Berkeley Function Calling Leaderboard data.
+"""Routing quality of the governor's ballots on the Berkeley Function Calling Leaderboard data.
 
 Every user turn of the bfcl categories ``simple_python``, ``multiple``,
-``parallel_multiple``, ``irrelevance`` and ``multi_turn_*`` (see ``bench/bfcl_data.py``;
-the ``live_*`` categories are never read) is routed, and the paths are compared with the
-ground truth:
+``parallel_multiple``, ``irrelevance`` and ``multi_turn_*`` (see ``bench/bfcl_data.py``; the
+``live_*`` categories are never read) is scored by each ballot, split in two stable halves
+by scenario. Thresholds are fitted on the "calibrate" half by the library's rule
+(``jevqueue.governor.fit_thresholds``: the highest coverage with precision among
+relevant turns >= ``--precision`` and at most ``--no-call-cap`` of no-call turns forced,
+then the highest floor that sends at most ``--prose-budget`` of relevant turns to prose at
+the upper end of its Wilson interval) and every figure is reported on the "heldout" half
+with its 95% Wilson interval:
 
-* coverage: the share of relevant turns (the ground truth calls a tool) routed to ``tool``;
-* precision: the share of forced routes whose tool the ground truth calls on that turn
-  (``strict``: the tool is the turn's *first* call);
-* irrelevance to prose: the share of ``irrelevance`` items that took ``prose``;
-* relevant to prose: the share of relevant turns wrongly sent to ``prose``.
-
-``--calibrate`` searches the thresholds on one half of the scenarios (a stable hash of the
-item, multi-turn scenarios kept whole across their categories) and reports the other half:
-the highest coverage with a forced-route precision of at least ``--precision`` (0.99),
-then the highest ``floor`` that sends at most ``--prose-budget`` (1%) of relevant turns to
-prose (at the upper end of the share's 95% Wilson interval). Without it, the shipped
-default thresholds are measured.
+* coverage: relevant turns (the ground truth calls a tool) routed to ``tool``;
+* precision: forced relevant turns whose tool the ground truth calls on that turn;
+* no-call forced: turns whose ground truth calls nothing, forced anyway;
+* relevant to prose / irrelevance to prose;
+* missing-argument clarify: ``multi_turn_miss_param`` turns whose ground truth asks for the
+  missing argument, routed to ``clarify`` (argument sufficiency).
 
 Run::
 
-    .venv/bin/python bench/routing.py              # defaults, every split, via Governor.decide
-    .venv/bin/python bench/routing.py --calibrate  # grid search on "calibrate", report "heldout"
+    .venv/bin/python bench/routing.py              # everything below, ~3 minutes
+    .venv/bin/python bench/routing.py --texts      # also: which tool text to embed
+    .venv/bin/python bench/routing.py --no-plots   # without writing docs/*.png
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import os
+import pickle
 import sys
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bfcl_data
 from bfcl_data import RoutingItem
-from jevqueue.governor import LexicalBallot, Thresholds
+from jevqueue.governor import (
+    EmbeddingBallot,
+    HybridBallot,
+    LexicalBallot,
+    Thresholds,
+    ToolSchema,
+    fuse,
+    missing_arguments,
+    normalize_tool,
+    tool_text,
+)
+from routing_calibration import Metrics, Scored, calibrate, curve, metrics, rule, scored_from
 
-# The governor counts a lead within this of the margin as reaching it (float differences).
-LEAD_TOLERANCE = 1e-9
-# The floor is searched in steps of this below 0.05, in the main grid's steps above.
-FLOOR_STEP = 0.0005
-
-
-@dataclass(frozen=True)
-class Scored:
-    """One item's ballot outcome, reduced to what the threshold rule reads."""
-
-    item: RoutingItem
-    top_tool: str | None
-    top: float
-    lead: float
-
-
-@dataclass(frozen=True)
-class Routed:
-    item: RoutingItem
-    path: str
-    tool: str | None
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+Scores = list[Mapping[str, float]]
 
 
-def score_items(items: Sequence[RoutingItem], ballot: LexicalBallot) -> list[Scored]:
-    """Score every item once; the threshold rule can then be replayed for any thresholds."""
-    out: list[Scored] = []
-    for item in items:
-        scores = ballot.score(item.messages, item.tools)
-        ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
-        top_tool, top = ranked[0] if ranked else (None, 0.0)
-        second = ranked[1][1] if len(ranked) > 1 else 0.0
-        out.append(Scored(item, top_tool, top, top - second))
+def score_all(items: Sequence[RoutingItem], ballot: object) -> Scores:
+    score = ballot.score  # type: ignore[attr-defined]
+    return [dict(score(list(item.messages), list(item.tools))) for item in items]
+
+
+def sufficiency_of(items: Sequence[RoutingItem], scores: Scores) -> list[bool]:
+    out = []
+    for item, s in zip(items, scores, strict=True):
+        top = max(s, key=s.__getitem__) if s else None
+        if top is None:
+            out.append(True)
+            continue
+        tool = next(t for t in item.tools if t["name"] == top)
+        out.append(not missing_arguments(item.messages, normalize_tool(tool)))
     return out
 
 
-def rule(scored: Scored, thresholds: Thresholds) -> Routed:
-    """The governor's threshold rule (DESIGN.md, "Public names the contract fixes")."""
-    if scored.top_tool is not None and scored.top >= thresholds.confident:
-        if scored.lead >= thresholds.margin - LEAD_TOLERANCE:
-            return Routed(scored.item, "tool", scored.top_tool)
-        return Routed(scored.item, "clarify", None)
-    if scored.top < thresholds.floor:
-        return Routed(scored.item, "prose", None)
-    return Routed(scored.item, "delegate", None)
+def to_scored(items: Sequence[RoutingItem], scores: Scores, sufficient: list[bool]) -> list[Scored]:
+    return [scored_from(i, s, ok) for i, s, ok in zip(items, scores, sufficient, strict=True)]
 
 
-@dataclass(frozen=True)
-class Metrics:
-    items: int
-    relevant: int
-    forced: int
-    coverage: float
-    precision: float
-    strict_precision: float
-    irrelevance_prose: float
-    relevant_prose: float
-    no_call_forced: float
-    paths: Mapping[str, int]
-
-
-def _share(part: int, whole: int) -> float:
-    return part / whole if whole else float("nan")
-
-
-def metrics(routed: Iterable[Routed]) -> Metrics:
-    rows = list(routed)
-    relevant = [r for r in rows if r.item.relevant]
-    forced = [r for r in rows if r.path == "tool"]
-    irrelevance = [r for r in rows if r.item.category == "irrelevance"]
-    no_call = [r for r in rows if not r.item.relevant]
-    return Metrics(
-        items=len(rows),
-        relevant=len(relevant),
-        forced=len(forced),
-        coverage=_share(sum(r.path == "tool" for r in relevant), len(relevant)),
-        precision=_share(sum(r.tool in r.item.expected for r in forced), len(forced)),
-        strict_precision=_share(sum(r.tool == r.item.first_expected for r in forced), len(forced)),
-        irrelevance_prose=_share(sum(r.path == "prose" for r in irrelevance), len(irrelevance)),
-        relevant_prose=_share(sum(r.path == "prose" for r in relevant), len(relevant)),
-        no_call_forced=_share(sum(r.path == "tool" for r in no_call), len(no_call)),
-        paths=dict(Counter(r.path for r in rows)),
-    )
-
-
-def calibrate(
-    scored: Sequence[Scored], *, precision: float, prose_budget: float, step: float = 0.01
-) -> tuple[Thresholds, float, float]:
-    """Highest-coverage (confident, margin) with precision >= ``precision``, then the floor.
-
-    Returns:
-        The thresholds, and their coverage and precision on ``scored``.
-    """
-    grid = [round(i * step, 6) for i in range(round(1 / step) + 1)]
-    relevant = sum(s.item.relevant for s in scored)
-    best: tuple[float, float, float, float, float] | None = None  # coverage, prec, -c, c, m
-    # A margin of 0 would force one of two tools that tie exactly: require a lead.
-    for margin in grid[1:]:
-        eligible = sorted(
-            (s for s in scored if s.top_tool is not None and s.lead >= margin - LEAD_TOLERANCE),
-            key=lambda s: s.top,
-            reverse=True,
-        )
-        forced = hits = covered = 0
-        position = 0
-        # Sweep `confident` downwards: an item is forced once confident <= its top score.
-        for confident in reversed(grid):
-            while position < len(eligible) and eligible[position].top >= confident:
-                s = eligible[position]
-                forced += 1
-                hits += s.top_tool in s.item.expected
-                covered += s.item.relevant
-                position += 1
-            if forced == 0 or hits / forced < precision:
-                continue
-            coverage = covered / relevant if relevant else 0.0
-            # Ties: prefer the more cautious (higher) confident, then the larger margin.
-            key = (coverage, hits / forced, confident, margin)
-            if best is None or key > best[:4]:
-                best = (coverage, hits / forced, confident, margin, 0.0)
-    if best is None:
-        raise SystemExit(f"no thresholds reach a forced-route precision of {precision}")
-    coverage, prec, confident, margin, _ = best
-    # The floor: the highest one whose share of wrongly-prosed relevant turns stays within
-    # budget even at the upper end of its 95 % confidence interval (the point estimate
-    # alone, chosen at the edge of the budget, overshoots it on unseen turns). Low scores
-    # are finely grained (an earlier message lifts a score to at most 0.05), so the grid
-    # is finer there.
-    floor = 0.0
-    fine = [round(i * FLOOR_STEP, 6) for i in range(1, round(0.05 / FLOOR_STEP))]
-    for candidate in sorted({*fine, *grid}):
-        if candidate > confident:
-            break
-        prosed = sum(s.item.relevant and s.top < candidate for s in scored)
-        if relevant and wilson_upper(prosed, relevant) <= prose_budget:
-            floor = candidate
-    return Thresholds(confident=confident, margin=margin, floor=floor), coverage, prec
-
-
-def wilson_upper(hits: int, total: int, z: float = 1.96) -> float:
-    """The upper end of the Wilson score interval of ``hits / total`` (95 % by default)."""
-    if total == 0:
-        return 1.0
-    share = hits / total
-    centre = share + z * z / (2 * total)
-    spread = z * math.sqrt(share * (1 - share) / total + z * z / (4 * total * total))
-    return (centre + spread) / (1 + z * z / total)
-
-
-def floor_table(scored: Sequence[Scored], floors: Sequence[float]) -> None:
-    """What each floor would send to prose: irrelevance items and relevant turns."""
-    relevant = [s for s in scored if s.item.relevant]
-    irrelevance = [s for s in scored if s.item.category == "irrelevance"]
-    print("\nfloor   irrelevance>prose   relevant>prose")
-    for floor in floors:
-        irr = _share(sum(s.top < floor for s in irrelevance), len(irrelevance))
-        rel = _share(sum(s.top < floor for s in relevant), len(relevant))
-        print(f"{floor:6.4f}  {irr:17.3f}   {rel:14.3f}")
-
-
-def margin_table(
-    calibration: Sequence[Scored], heldout: Sequence[Scored], *, precision: float
-) -> None:
-    """For each margin, the best `confident` on the calibration half, measured on held-out."""
-    print("\nmargin  confident  calib coverage  held-out coverage  held-out precision")
-    for margin in (0.01, 0.02, 0.05, 0.1, 0.15, 0.2):
-        best: tuple[float, float] | None = None
-        for step in range(101):
-            confident = step / 100
-            t = Thresholds(confident=confident, margin=margin, floor=0.0)
-            m = metrics(rule(s, t) for s in calibration)
-            if m.forced and m.precision >= precision and (best is None or m.coverage > best[0]):
-                best = (m.coverage, confident)
-        if best is None:
-            print(f"{margin:6.2f}  {'-':>9}")
-            continue
-        held = metrics(rule(s, Thresholds(best[1], margin, 0.0)) for s in heldout)
-        print(
-            f"{margin:6.2f}  {best[1]:9.2f}  {best[0]:14.3f}  {held.coverage:17.3f}  "
-            f"{held.precision:18.3f}"
-        )
-
-
-def _governor_router(thresholds: Thresholds) -> Callable[[RoutingItem], Routed] | None:
-    try:
-        from jevqueue.governor import Governor
-    except ImportError:
-        return None
-    governor = Governor(LexicalBallot(), thresholds=thresholds)
-
-    def route(item: RoutingItem) -> Routed:
-        decision = governor.decide(list(item.messages), list(item.tools))
-        return Routed(item, str(decision.path.value), decision.tool)
-
-    return route
-
-
-def _row(label: str, m: Metrics) -> str:
+def halves(scored: Sequence[Scored]) -> tuple[list[Scored], list[Scored]]:
     return (
-        f"{label:<26}{m.items:>6}{m.relevant:>6}{m.coverage:>9.3f}{m.precision:>9.3f}"
-        f"{m.strict_precision:>8.3f}{m.irrelevance_prose:>9.3f}{m.relevant_prose:>9.3f}"
-        f"{m.no_call_forced:>9.3f}"
+        [s for s in scored if s.item.split == "calibrate"],
+        [s for s in scored if s.item.split == "heldout"],
     )
 
 
-def report(title: str, routed: Sequence[Routed]) -> None:
-    print(f"\n{title}")
-    print(
-        f"{'':<26}{'items':>6}{'relev':>6}{'coverage':>9}{'precis':>9}{'strict':>8}"
-        f"{'irr>pro':>9}{'rel>pro':>9}{'nocall>t':>9}"
+def fitted(
+    scored: Sequence[Scored], args: argparse.Namespace, *, sufficiency: bool
+) -> tuple[Thresholds, Metrics, Metrics]:
+    calibration, heldout = halves(scored)
+    thresholds = calibrate(
+        calibration,
+        precision=args.precision,
+        no_call_cap=args.no_call_cap,
+        prose_budget=args.prose_budget,
+        sufficiency=sufficiency,
     )
-    by_category: dict[str, list[Routed]] = {}
-    for r in routed:
-        by_category.setdefault(r.item.category, []).append(r)
+    cal = metrics(rule(s, thresholds, sufficiency=sufficiency) for s in calibration)
+    held = metrics(rule(s, thresholds, sufficiency=sufficiency) for s in heldout)
+    return thresholds, cal, held
+
+
+def print_metrics(label: str, m: Metrics) -> None:
+    print(f"  {label}")
+    for name in (
+        "coverage",
+        "precision",
+        "no_call_forced",
+        "relevant_prose",
+        "irrelevance_prose",
+        "no_call_prose",
+        "missing_clarify",
+        "missing_forced",
+    ):
+        print(f"    {name:<18} {getattr(m, name)}")
+    print(f"    paths              {dict(sorted(m.paths.items()))}")
+
+
+def by_category(scored: Sequence[Scored], thresholds: Thresholds, sufficiency: bool) -> None:
+    _, heldout = halves(scored)
+    print(f"    {'category':<26}{'coverage':>9}{'precis':>8}{'nocall>t':>9}{'clarify':>8}")
     for category in bfcl_data.CATEGORIES:
-        if category in by_category:
-            print(_row(category, metrics(by_category[category])))
-    total = metrics(routed)
-    print(_row("all", total))
-    paths = ", ".join(f"{path} {count}" for path, count in sorted(total.paths.items()))
-    print(f"paths: {paths}")
+        rows = [
+            rule(s, thresholds, sufficiency=sufficiency)
+            for s in heldout
+            if s.item.category == category
+        ]
+        if not rows:
+            continue
+        m = metrics(rows)
+        clarify = sum(r.path == "clarify" for r in rows) / len(rows)
+        print(
+            f"    {category:<26}{m.coverage.value:>9.3f}{m.precision.value:>8.3f}"
+            f"{m.no_call_forced.value:>9.3f}{clarify:>8.3f}"
+        )
+
+
+def text_variants(items: Sequence[RoutingItem], args: argparse.Namespace) -> None:
+    """Which tool text to embed: each variant calibrated and measured on the calibration
+    half only (the held-out half never informs the choice)."""
+
+    def words(name: str) -> str:
+        from jevqueue.governor._embedding_ballot import _words
+
+        return _words(name)
+
+    def params(t: ToolSchema) -> list[tuple[str, str]]:
+        props = t.parameters.get("properties")
+        if not isinstance(props, Mapping):
+            return []
+        return [
+            (str(n), str(p.get("description", "")) if isinstance(p, Mapping) else "")
+            for n, p in props.items()
+        ]
+
+    variants: dict[str, Callable[[ToolSchema], str]] = {
+        "description": lambda t: t.description or words(t.name),
+        "name+description": lambda t: f"{words(t.name)}. {t.description}",
+        "name+description+param names (shipped)": tool_text,
+        "name+description+param names+descriptions": lambda t: (
+            f"{words(t.name)}. {t.description} Parameters: "
+            + "; ".join(f"{words(n)}: {d}" for n, d in params(t))
+        ),
+    }
+    calibration = [i for i in items if i.split == "calibrate"]
+    print("\nwhich tool text to embed (calibration half only):")
+    for label, text in variants.items():
+        scores = score_all(calibration, EmbeddingBallot(tool_text=text))
+        scored = to_scored(calibration, scores, [True] * len(calibration))
+        thresholds = calibrate(
+            scored,
+            precision=args.precision,
+            no_call_cap=args.no_call_cap,
+            prose_budget=args.prose_budget,
+        )
+        m = metrics(rule(s, thresholds) for s in scored)
+        print(f"  {label:<44} {thresholds}  coverage {m.coverage.value:.3f}")
+
+
+def sentence_variant(
+    items: Sequence[RoutingItem], lexical: Scores, embedding: Scores, args: argparse.Namespace
+) -> None:
+    """A request of several sentences scored by its best sentence (each tool's score the
+    highest cosine over the whole request and each sentence of three words or more), alone
+    and fused as the hybrid; calibration half only, argument sufficiency on."""
+    import re
+
+    from jevqueue.governor._embedding_ballot import _newest_user_text
+
+    split = re.compile(r"(?<=[.?!;])\s+|,\s+(?:and\s+)?then\s+|\s+and\s+then\s+")
+    ballot = EmbeddingBallot()
+    chosen = [k for k, item in enumerate(items) if item.split == "calibrate"]
+    calibration = [items[k] for k in chosen]
+    best_sentence: Scores = []
+    for k in chosen:
+        item, whole = items[k], embedding[k]
+        parts = [
+            p for p in split.split(_newest_user_text(item.messages).strip()) if len(p.split()) >= 3
+        ]
+        if len(parts) <= 1:
+            best_sentence.append(whole)
+            continue
+        schemas = [normalize_tool(tool) for tool in item.tools]
+        matrix = ballot._matrix(tuple(tool_text(schema) for schema in schemas))
+        cosines = (matrix @ ballot.encoder.encode(parts).T).max(axis=1)
+        best_sentence.append(
+            {
+                schema.name: max(whole[schema.name], min(1.0, max(0.0, float(value))))
+                for schema, value in zip(schemas, cosines, strict=True)
+            }
+        )
+    print("\nscoring a request by its best sentence (calibration half, with sufficiency):")
+    rows = (
+        ("embedding, whole request (shipped)", [embedding[k] for k in chosen]),
+        ("embedding, best sentence", best_sentence),
+        ("hybrid, whole request (shipped)", [fuse(lexical[k], embedding[k], 0.65) for k in chosen]),
+        (
+            "hybrid, best sentence",
+            [fuse(lexical[k], s, 0.65) for k, s in zip(chosen, best_sentence, strict=True)],
+        ),
+    )
+    for label, scores in rows:
+        scored = to_scored(calibration, scores, sufficiency_of(calibration, scores))
+        thresholds = calibrate(
+            scored,
+            precision=args.precision,
+            no_call_cap=args.no_call_cap,
+            prose_budget=args.prose_budget,
+            sufficiency=True,
+        )
+        m = metrics(rule(s, thresholds, sufficiency=True) for s in scored)
+        print(f"  {label:<36} {thresholds}  coverage {m.coverage.value:.3f}")
+
+
+def hybrid_alternatives(
+    items: Sequence[RoutingItem], lexical: Scores, embedding: Scores, args: argparse.Namespace
+) -> None:
+    """Fusion weights and a second-opinion rule, each calibrated on the calibration half;
+    chosen by calibration coverage, reported on both halves."""
+    print("\nhybrid alternatives (calibrated on the calibration half):")
+    print(
+        f"  {'variant':<34}{'thresholds':<56}{'cal cov':>8}{'held cov':>9}{'held prec':>10}"
+        f"{'held nc>t':>10}"
+    )
+
+    def agreement(w: float) -> Callable[[Mapping[str, float], Mapping[str, float]], dict]:
+        def combine(lex: Mapping[str, float], emb: Mapping[str, float]) -> dict[str, float]:
+            fused = fuse(lex, emb, w)
+            if lex and emb and max(lex, key=lex.__getitem__) != max(emb, key=emb.__getitem__):
+                # The two disagree on the top tool: halve every score, so the turn is
+                # forced only by a fused confidence the calibration never reaches.
+                return {name: value / 2 for name, value in fused.items()}
+            return fused
+
+        return combine
+
+    def minimum(lex: Mapping[str, float], emb: Mapping[str, float]) -> dict[str, float]:
+        return {name: min(lex.get(name, 0.0), emb.get(name, 0.0)) for name in emb}
+
+    variants: dict[str, Callable[[Mapping[str, float], Mapping[str, float]], dict]] = {}
+    for w in (0.2, 0.35, 0.5, 0.65, 0.8):
+        variants[f"fusion, lexical weight {w}"] = lambda lex, emb, w=w: fuse(lex, emb, w)
+    for w in (0.35, 0.5):
+        variants[f"second opinion, weight {w}"] = agreement(w)
+    variants["minimum of the two"] = minimum
+    for label, combine in variants.items():
+        scores = [combine(lx, em) for lx, em in zip(lexical, embedding, strict=True)]
+        scored = to_scored(items, scores, [True] * len(items))
+        try:
+            t, cal, held = fitted(scored, args, sufficiency=False)
+        except SystemExit as exc:
+            print(f"  {label:<34}{exc}")
+            continue
+        print(
+            f"  {label:<34}{t!s:<56}{cal.coverage.value:>8.3f}{held.coverage.value:>9.3f}"
+            f"{held.precision.value:>10.3f}{held.no_call_forced.value:>10.3f}"
+        )
+
+
+def plot(name: str, scored: Sequence[Scored], thresholds: Thresholds, sufficiency: bool) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    calibration, heldout = halves(scored)
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
+    for label, rows, style in (
+        ("calibration half", calibration, "--"),
+        ("held-out half", heldout, "-"),
+    ):
+        points = curve(rows, thresholds.margin, sufficiency=sufficiency)
+        ax.plot([p[1] for p in points], [p[2] for p in points], style, label=label)
+    held = metrics(rule(s, thresholds, sufficiency=sufficiency) for s in heldout)
+    ax.plot(
+        [held.coverage.value],
+        [held.precision.value],
+        "o",
+        color="black",
+        label=f"shipped: confident {thresholds.confident:g}, margin {thresholds.margin:g}",
+    )
+    ax.axhline(0.99, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("coverage (relevant turns forced)")
+    ax.set_ylabel("precision among relevant turns")
+    ax.set_ylim(0.8, 1.005)
+    ax.set_xlim(0, 0.4)
+    ax.set_title(f"{name} ballot on BFCL (margin {thresholds.margin:g}, confident swept)")
+    ax.legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    path = DOCS / f"routing_{name}.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calibrate", action="store_true", help="grid-search the thresholds")
     parser.add_argument("--precision", type=float, default=0.99)
-    parser.add_argument("--prose-budget", type=float, default=0.01)
-    parser.add_argument(
-        "--categories", default=",".join(bfcl_data.CATEGORIES), help="comma-separated"
-    )
+    parser.add_argument("--no-call-cap", type=float, default=0.02)
+    parser.add_argument("--prose-budget", type=float, default=0.02)
+    parser.add_argument("--texts", action="store_true", help="compare the embedded tool texts")
+    parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--cache", help="keep the ballots' scores in this pickle file")
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
-    items = bfcl_data.load([c for c in args.categories.split(",") if c])
-    scored = score_items(items, LexicalBallot())
-    print(f"{len(items)} routing items from bfcl-eval ({bfcl_data.data_dir()})")
-    print("columns: coverage = relevant turns forced; precis = forced tool is called by the")
-    print("ground truth; strict = it is the first call; irr>pro = irrelevance items to prose;")
-    print("rel>pro = relevant turns to prose; nocall>t = turns expecting no call that were forced")
+    print(f"load average at start: {os.getloadavg()}")
+    items = bfcl_data.load()
+    calibration_items = sum(i.split == "calibrate" for i in items)
+    print(
+        f"{len(items)} routing items from bfcl-eval ({bfcl_data.data_dir()}): "
+        f"{calibration_items} to calibrate on, {len(items) - calibration_items} held out"
+    )
+    print(
+        f"rule: precision among relevant >= {args.precision}, no-call forced <= "
+        f"{args.no_call_cap}, relevant to prose <= {args.prose_budget} (Wilson upper)"
+    )
 
-    if args.calibrate:
-        calibration = [s for s in scored if s.item.split == "calibrate"]
-        heldout = [s for s in scored if s.item.split == "heldout"]
-        thresholds, coverage, precision = calibrate(
-            calibration, precision=args.precision, prose_budget=args.prose_budget
-        )
-        print(
-            f"\ncalibrated on {len(calibration)} items: {thresholds} "
-            f"(coverage {coverage:.3f}, precision {precision:.3f})"
-        )
-        report("calibration half (threshold rule)", [rule(s, thresholds) for s in calibration])
-        report("held-out half (threshold rule)", [rule(s, thresholds) for s in heldout])
-        floors = sorted({0.0, thresholds.floor, 0.001, 0.005, 0.01, 0.02, 0.05})
-        print("\ncalibration half, if the floor were raised (the top score is below it):", end="")
-        floor_table(calibration, floors)
-        print("\nheld-out half, if the floor were raised:", end="")
-        floor_table(heldout, floors)
-        print("\nmargin sensitivity (a larger margin forces fewer near-ties):", end="")
-        margin_table(calibration, heldout, precision=args.precision)
-        # The other way round: how much the choice depends on which half it was made on.
-        swapped, coverage, precision = calibrate(
-            heldout, precision=args.precision, prose_budget=args.prose_budget
-        )
-        back = metrics(rule(s, swapped) for s in calibration)
-        print(
-            f"\nswapped halves: calibrated on held-out -> {swapped}; on the calibration half "
-            f"coverage {back.coverage:.3f}, precision {back.precision:.3f}"
-        )
+    if args.texts:
+        text_variants(items, args)
+
+    cache = Path(args.cache) if args.cache else None
+    if cache is not None and cache.exists():
+        with cache.open("rb") as handle:
+            lexical, embedding, hybrid = pickle.load(handle)
     else:
-        thresholds = Thresholds()
-        print(f"\ndefault {thresholds}")
-        route = _governor_router(thresholds)
-        held = [s.item for s in scored if s.item.split == "heldout"]
-        if route is None:
-            print("(jevqueue.governor._governor is not available: replaying the threshold rule)")
-            report("held-out half", [rule(s, thresholds) for s in scored if s.item in held])
-            report("all items", [rule(s, thresholds) for s in scored])
-        else:
-            report("held-out half (Governor.decide)", [route(item) for item in held])
-            report("all items (Governor.decide)", [route(s.item) for s in scored])
-    print(f"\n{time.perf_counter() - started:.1f} s")
+        lexical = score_all(items, LexicalBallot())
+        embedding_ballot = EmbeddingBallot()
+        embedding = score_all(items, embedding_ballot)
+        # The hybrid shares the embedding ballot's cached tool vectors (same model, same
+        # texts): only the requests are embedded again.
+        hybrid = score_all(items, HybridBallot(embedding=embedding_ballot))
+        if cache is not None:
+            with cache.open("wb") as handle:
+                pickle.dump((lexical, embedding, hybrid), handle)
+    hybrid_alternatives(items, lexical, embedding, args)
+    if args.texts:
+        sentence_variant(items, lexical, embedding, args)
+
+    shipped = {
+        "lexical": Thresholds(),
+        "embedding": EmbeddingBallot.thresholds,
+        "hybrid": HybridBallot.thresholds,
+    }
+    coverage: dict[str, float] = {}
+    for name, scores in (("lexical", lexical), ("embedding", embedding), ("hybrid", hybrid)):
+        sufficient = sufficiency_of(items, scores)
+        scored = to_scored(items, scores, sufficient)
+        for sufficiency in (False, True):
+            label = f"{name}{' + argument sufficiency' if sufficiency else ''}"
+            t, cal, held = fitted(scored, args, sufficiency=sufficiency)
+            print(f"\n{label}: calibrated {t}")
+            print_metrics("calibration half", cal)
+            print_metrics("held-out half", held)
+            by_category(scored, t, sufficiency)
+            coverage[label] = held.coverage.value
+        # What the shipped defaults do (they carry the sufficiency check in the governor).
+        held_default = metrics(rule(s, shipped[name], sufficiency=True) for s in halves(scored)[1])
+        print(f"\n{name} shipped defaults {shipped[name]}, with argument sufficiency:")
+        print_metrics("held-out half", held_default)
+        relevant = [s for s in halves(scored)[1] if s.item.relevant]
+        would = [s for s in relevant if rule(s, shipped[name]).path == "tool"]
+        asked = [s for s in would if not s.sufficient]
+        print(
+            f"  relevant turns the thresholds alone would force: {len(would)}; argument "
+            f"sufficiency asked instead on {len(asked)} ({len(asked)}/{len(relevant)} of "
+            f"relevant turns), {sum(s.top_tool in s.item.expected for s in asked)} of them "
+            "with the right tool"
+        )
+        if not args.no_plots:
+            print(f"  plot: {plot(name, scored, shipped[name], True)}")
+    print("\nheld-out coverage ratios at the calibrated thresholds:")
+    print(f"  hybrid / lexical: {coverage['hybrid'] / coverage['lexical']:.2f}")
+    print(
+        f"  hybrid+sufficiency / lexical: "
+        f"{coverage['hybrid + argument sufficiency'] / coverage['lexical']:.2f}"
+    )
+    print(f"\nload average at end: {os.getloadavg()}; {time.perf_counter() - started:.0f} s")
     return 0
 
 

@@ -33,10 +33,13 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from jevqueue.governor._ballot import Ballot
     from jevqueue.governor._decision import Decision
+    from jevqueue.governor._embedding_ballot import EmbeddingBallot
     from jevqueue.governor._governor import Governor
+    from jevqueue.governor._hybrid_ballot import HybridBallot
     from jevqueue.governor._lexical_ballot import LexicalBallot
     from jevqueue.governor._path import Path
     from jevqueue.governor._thresholds import Thresholds
+    from jevqueue.governor._turn_recorder import TurnRecorder
     from jevqueue.host import Host
     from jevqueue.policy._context import ExecutionContext
     from jevqueue.policy._pdp import create_default_policy_decision_point
@@ -54,6 +57,9 @@ _EXPORTS: dict[str, str] = {
     "Path": "jevqueue.governor._path",
     "Ballot": "jevqueue.governor._ballot",
     "LexicalBallot": "jevqueue.governor._lexical_ballot",
+    "EmbeddingBallot": "jevqueue.governor._embedding_ballot",
+    "HybridBallot": "jevqueue.governor._hybrid_ballot",
+    "TurnRecorder": "jevqueue.governor._turn_recorder",
     "Thresholds": "jevqueue.governor._thresholds",
     "Host": "jevqueue.host",
     # the policy layer
@@ -107,9 +113,11 @@ __all__ = [
     "Ballot",
     "ConfigurationError",
     "Decision",
+    "EmbeddingBallot",
     "ExecutionContext",
     "Governor",
     "Host",
+    "HybridBallot",
     "JevError",
     "LexicalBallot",
     "Path",
@@ -121,6 +129,7 @@ __all__ = [
     "Thresholds",
     "ToolSpec",
     "TurnInterruptedError",
+    "TurnRecorder",
     "UnfulfilledObligationError",
     "UsageError",
     "Verdict",

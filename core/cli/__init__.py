@@ -19,6 +19,7 @@ _COMMANDS: dict[str, str] = {
     "audit": "jevqueue.cli.audit:audit",
     "mcp-proxy": "jevqueue.cli.mcp_proxy:mcp_proxy",
     "db": "jevqueue.cli.db:db",
+    "calibrate": "jevqueue.cli.calibrate:calibrate",
 }
 
 

@@ -22,6 +22,10 @@ class Ballot(Protocol):
     ``score`` runs on every turn: keep it cheap, and cache whatever depends only on the
     toolset (``tools`` is rebuilt by the host each turn, so cache by content, not identity).
 
+    A ballot may carry the thresholds calibrated for its scores as a ``thresholds``
+    attribute (a :class:`~jevqueue.governor.Thresholds`); a governor built with it and
+    no thresholds of its own uses them. The shipped ballots all do.
+
     Example:
         >>> class KeywordBallot:
         ...     def score(self, messages, tools):

@@ -35,6 +35,13 @@ class Decision:
         provider_calls: Provider calls the turn made (0 or 1).
         timings: Seconds spent, under ``"decide"`` and, once the effect ran, ``"effect"``.
         arguments: The ``static_tool`` payload that was sent, else ``None``.
+        called: The tools the provider called, as read back: on ``tool`` and ``prose``
+            always, on ``delegate`` when the governor has a recorder (the model's own
+            choice, the label calibration learns from); ``None`` where nothing was read.
+        proposed: In shadow mode, the path the governor would have taken (the turn
+            itself delegated); ``None`` otherwise.
+        routable: True when the turn was routed by the scores (the newest message is
+            the user's and tools were offered): only such turns are calibration labels.
     """
 
     path: Path
@@ -46,6 +53,9 @@ class Decision:
     provider_calls: int = 0
     timings: Mapping[str, float] = field(default_factory=lambda: _NO_SCORES)
     arguments: Mapping[str, Any] | None = None
+    called: tuple[str, ...] | None = None
+    proposed: Path | None = None
+    routable: bool = False
 
     @property
     def candidates(self) -> list[tuple[str, float]]:

@@ -11,6 +11,7 @@ for hosts whose methods return awaitables.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from time import perf_counter
 from types import MappingProxyType
@@ -22,10 +23,12 @@ from jevqueue.errors import (
     ProviderDisobeyedError,
     TurnInterruptedError,
 )
+from jevqueue.governor._argument_sufficiency import missing_arguments, missing_question
 from jevqueue.governor._ballot import Ballot
 from jevqueue.governor._decision import Decision
 from jevqueue.governor._messages import follows_tool_result, is_user_turn
 from jevqueue.governor._path import Path
+from jevqueue.governor._policy_probe import PolicyProbe
 from jevqueue.governor._risk_rules import RiskRule
 from jevqueue.governor._static_tools import (
     StaticPayload,
@@ -39,6 +42,8 @@ from jevqueue.governor._tool_schema import normalize_tool, tool_names
 from jevqueue.host import Host
 
 __all__ = ["PROSE_DIRECTIVE", "Governor", "tool_directive"]
+
+_logger = logging.getLogger("jevqueue.governor")
 
 Messages = Sequence[Mapping[str, Any]]
 Tools = Sequence[Mapping[str, Any]]
@@ -84,8 +89,10 @@ class Governor:
     Args:
         ballot: Scores the tools against the conversation; ``None`` uses
             :class:`~jevqueue.governor.LexicalBallot`.
-        thresholds: Turn scores into a path; ``None`` uses the calibrated defaults of
-            :class:`~jevqueue.governor.Thresholds`.
+        thresholds: Turn scores into a path; ``None`` uses the ballot's own calibrated
+            ``thresholds`` attribute when it has one (every shipped ballot does), else the
+            defaults of :class:`~jevqueue.governor.Thresholds` (calibrated for
+            :class:`~jevqueue.governor.LexicalBallot`).
         static_tools: Tool name to fixed arguments (a mapping, or a callable of the
             messages returning one). When a turn routes to such a tool and the payload
             validates against the tool's schema, it is called locally (``static_tool``).
@@ -94,6 +101,26 @@ class Governor:
         on_error: What a failed decision does: ``"delegate"`` passes the turn through
             unchanged (``error_delegate``), ``"raise"`` raises
             :class:`~jevqueue.errors.DecisionError` with no effect (``error_raise``).
+        check_arguments: Before forcing a tool, check that the conversation plausibly
+            supplies its required arguments
+            (:func:`~jevqueue.governor.missing_arguments`); when one is
+            missing the turn takes ``clarify`` with a question naming it. On by default.
+        recorder: Called with the final :class:`~jevqueue.governor.Decision` of every turn
+            whose effect completed (for example a
+            :class:`~jevqueue.governor.TurnRecorder`); a recorder that raises is
+            logged and the turn goes on;
+            with a recorder, delegated turns also read back which tools the model called
+            (``Decision.called``), the label ``jevqueue calibrate`` learns from.
+        shadow: Decide and record every turn, but always delegate (a true passthrough);
+            the path the governor would have taken is kept in ``Decision.proposed``.
+            :meth:`decide` still returns that path: shadow mode changes what
+            :meth:`step` and :meth:`astep` do.
+        pep: A :class:`~jevqueue.policy._pep.PolicyEnforcementPoint`. When exactly one tool is
+            plausible (it would be forced) and the policy is certain to deny any call of
+            it — the tool is not in the PDP's registry, or the PDP denies it with no
+            arguments at all (a tool without path or working-directory fields) — the turn
+            takes ``risk_stop`` instead of spending a provider call. Needs ``context``.
+        context: The :class:`~jevqueue.policy._context.ExecutionContext` the calls would run in.
 
     Raises:
         ConfigurationError: Any setting is of the wrong kind, or ``on_error`` is neither
@@ -121,6 +148,11 @@ class Governor:
         static_tools: Mapping[str, StaticPayload] | None = None,
         risk_rules: Sequence[RiskRule] = (),
         on_error: Literal["delegate", "raise"] = "delegate",
+        check_arguments: bool = True,
+        recorder: Callable[[Decision], Any] | None = None,
+        shadow: bool = False,
+        pep: Any = None,
+        context: Any = None,
     ) -> None:
         if on_error not in ("delegate", "raise"):
             raise ConfigurationError(
@@ -137,7 +169,8 @@ class Governor:
                 f"ballot must have a score(messages, tools) method, got a {type(ballot).__name__}"
             )
         if thresholds is None:
-            thresholds = Thresholds()
+            own = getattr(ballot, "thresholds", None)
+            thresholds = own if isinstance(own, Thresholds) else Thresholds()
         elif not isinstance(thresholds, Thresholds):
             raise ConfigurationError(
                 f"thresholds must be a jevqueue.Thresholds, got a {type(thresholds).__name__}: "
@@ -174,6 +207,19 @@ class Governor:
         self._static_tools = check_static_tools(static_tools)
         self._risk_rules: tuple[RiskRule, ...] = rules
         self._on_error: Literal["delegate", "raise"] = on_error
+        for flag, value in (("check_arguments", check_arguments), ("shadow", shadow)):
+            if not isinstance(value, bool):
+                raise ConfigurationError(f"{flag} must be True or False, got {value!r}")
+        if recorder is not None and not callable(recorder):
+            raise ConfigurationError(
+                f"recorder must be a callable taking a Decision, got a {type(recorder).__name__}: "
+                "pass jevqueue.TurnRecorder(path) or a function"
+            )
+        self._check_arguments = check_arguments
+        self._recorder = recorder
+        self._shadow = shadow
+        self._policy = None if pep is None else PolicyProbe(pep, context)
+        self._routable = False
         self.last = None
 
     # --- settings, read-only -------------------------------------------------------
@@ -231,6 +277,7 @@ class Governor:
         """
         start = perf_counter()
         scores: Mapping[str, float] = _NO_SCORES
+        self._routable = False
         try:
             ranked = self._ranked
             if ranked is not None and tools.__class__ is list:
@@ -327,6 +374,7 @@ class Governor:
             return self._record(Path.DELEGATE, start, top_name, scores, reason=note)
 
         assert top_name is not None  # names is non-empty, so scores is too
+        self._routable = True
         if top >= self._confident:
             if top - second >= self._margin - _LEAD_TOLERANCE:
                 return self._forced(messages, tools, names, top_name, scores, start)
@@ -359,8 +407,19 @@ class Governor:
         scores: Mapping[str, float],
         start: float,
     ) -> Decision:
+        if self._policy is not None:
+            denial = self._policy.certain_denial(name)
+            if denial is not None:
+                return self._record(Path.RISK_STOP, start, name, scores, reason=denial)
         entry = self._static_tools.get(name)
         if entry is None:
+            if self._check_arguments:
+                schema = normalize_tool(tools[names.index(name)], where=f"tool {name!r}")
+                missing = missing_arguments(messages, schema)
+                if missing:
+                    return self._record(
+                        Path.CLARIFY, start, name, scores, reason=missing_question(schema, missing)
+                    )
             return self._record(Path.TOOL, start, name, scores, directive=tool_directive(name))
         arguments = plain_arguments(resolve_payload(entry, messages))
         schema = normalize_tool(tools[names.index(name)], where=f"tool {name!r}")
@@ -420,7 +479,9 @@ class Governor:
             provider_calls=path.provider_calls,
             timings={"decide": perf_counter() - start},
             arguments=arguments,
+            routable=self._routable,
         )
+        self._routable = False
         self.last = decision
         return decision
 
@@ -531,6 +592,18 @@ class Governor:
             decision = self._failed(exc, perf_counter() - start, _NO_SCORES)
         else:
             decision = self.decide(messages, tools)
+            if self._shadow and decision.path is not Path.ERROR_DELEGATE:
+                decision = decision.evolve(
+                    path=Path.DELEGATE,
+                    proposed=decision.path,
+                    directive="",
+                    provider_calls=1,
+                    arguments=None,
+                    reason=f"shadow mode: would have taken {decision.path.value}"
+                    + (f" ({decision.tool})" if decision.tool else "")
+                    + (f": {decision.reason}" if decision.reason else ""),
+                )
+                self.last = decision
         effect_start = perf_counter()
         try:
             if (yield host.interrupted()):
@@ -545,7 +618,7 @@ class Governor:
                     f"the host reported an interruption before the {decision.path.value} "
                     "effect; nothing was sent. Start a new turn when the user is ready"
                 )
-            response = yield from self._effect(host, decision)
+            response, called = yield from self._effect(host, decision)
         except BaseException as exc:
             if not isinstance(exc, (GeneratorExit, TurnInterruptedError)):
                 self.last = decision.evolve(
@@ -565,10 +638,22 @@ class Governor:
             decision.provider_calls,
             {**decision.timings, "effect": perf_counter() - effect_start},
             decision.arguments,
+            called,
+            decision.proposed,
+            decision.routable,
         )
+        if self._recorder is not None:
+            try:
+                self._recorder(self.last)
+            except Exception:  # a record is advice for calibration; the turn has happened
+                _logger.exception("the governor's recorder failed; the turn is not recorded")
         return response
 
-    def _effect(self, host: Any, decision: Decision) -> Generator[Any, Any, Any]:
+    def _effect(
+        self, host: Any, decision: Decision
+    ) -> Generator[Any, Any, tuple[Any, tuple[str, ...] | None]]:
+        """Make the path's host call; return the response and, where it was read back,
+        the tools the provider called."""
         path = decision.path
         if path is Path.TOOL:
             assert decision.tool is not None
@@ -582,7 +667,7 @@ class Governor:
                     expected=[decision.tool],
                     called=called,
                 )
-            return response
+            return response, tuple(called)
         if path is Path.PROSE:
             response = yield host.generate(force_tool=None, directive=decision.directive)
             called = list((yield host.called_tools(response)))
@@ -593,16 +678,27 @@ class Governor:
                     expected=[],
                     called=called,
                 )
-            return response
+            return response, ()
         if path is Path.STATIC_TOOL:
             assert decision.tool is not None and decision.arguments is not None
             # The host gets its own copy: nothing it does can alter the record or the setting.
-            return (yield host.say_tool_call(decision.tool, plain_arguments(decision.arguments)))
+            sent = yield host.say_tool_call(decision.tool, plain_arguments(decision.arguments))
+            return sent, None
         if path is Path.CLARIFY or path is Path.RISK_STOP:
             assert decision.reason is not None
-            return (yield host.say(decision.reason))
+            return (yield host.say(decision.reason)), None
         # delegate and error_delegate: the true passthrough
-        return (yield host.generate(force_tool=None, directive=""))
+        response = yield host.generate(force_tool=None, directive="")
+        if self._recorder is None:
+            return response, None
+        # With a recorder, what the model chose on its own is the label calibration needs;
+        # a host that cannot say leaves the turn unlabelled rather than failing it.
+        try:
+            chosen: tuple[str, ...] = tuple((yield host.called_tools(response)))
+        except Exception:
+            _logger.warning("called_tools failed on a delegated turn; it is not labelled")
+            return response, None
+        return response, chosen
 
 
 def _discard(awaitable: Awaitable[Any]) -> None:

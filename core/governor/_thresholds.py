@@ -12,34 +12,32 @@ With ``top`` the highest score and ``lead`` its distance to the runner-up (the w
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any
 
 from jevqueue.errors import ConfigurationError
 
 __all__ = ["Thresholds"]
 
-# Calibrated on the Berkeley Function Calling Leaderboard data that ships in bfcl-eval
-# 2026.3.23 (categories simple_python, multiple, parallel_multiple, irrelevance and the four
-# multi_turn_* ones; never live_*), with LexicalBallot, by
+# Calibrated for LexicalBallot on the Berkeley Function Calling Leaderboard data that ships in
+# bfcl-eval 2026.3.23 (simple_python, multiple, parallel_multiple, irrelevance and the four
+# multi_turn_* categories; never live_*) by jevqueue.governor.fit_thresholds on one half
+# of the scenarios, with argument sufficiency on (as the governor runs it):
 #
-#     .venv/bin/python bench/routing.py --calibrate
+#     .venv/bin/python bench/routing.py
 #
-# A grid search (step 0.01) on one half of the items picks the highest coverage whose
-# forced-route precision is at least 0.99 (margin at least 0.01, so an exact tie is never
-# forced), then the highest floor (step 0.0005 below 0.05) whose share of relevant turns
-# sent to prose stays within 1 % at the upper end of its 95 % Wilson interval.
-# Calibration half: precision 0.992, coverage 0.071. Held-out half, through
-# Governor.decide (.venv/bin/python bench/routing.py): forced-route precision 0.992,
-# coverage 0.067 (simple_python 0.263, multiple 0.276, parallel_multiple 0.402,
-# multi-turn 0.000), irrelevance to prose 0.000, relevant to prose 0.000. No floor above 0
-# fits the budget: at 0.001, 53 % (calibration) and 59 % (held-out) of irrelevance items
-# would take prose, but so would 0.6 % and 1.3 % of relevant turns — mostly terse
-# multi-turn answers ("Nvidia.") to a question the model asked. Figures:
-# docs/benchmarks.md.
-_DEFAULT_CONFIDENT = 0.74
-_DEFAULT_MARGIN = 0.01
-_DEFAULT_FLOOR = 0.0
+# the highest coverage whose precision among relevant turns is at least 0.99 with at most
+# 2 % of no-call turns forced, then the highest floor that sends at most 2 % of relevant
+# turns to prose at the upper end of the 95 % Wilson interval. Held-out figures, with their
+# intervals, are in docs/benchmarks.md. EmbeddingBallot and HybridBallot carry their own
+# thresholds (their `thresholds` attribute), calibrated the same way.
+_DEFAULT_CONFIDENT = 0.58
+_DEFAULT_MARGIN = 0.14
+_DEFAULT_FLOOR = 0.01
 
 
 @dataclass(frozen=True)
@@ -79,3 +77,54 @@ class Thresholds:
                 f"({self.confident!r}): lower floor or raise confident so that "
                 "0 <= floor <= confident <= 1"
             )
+
+    def to_dict(self) -> dict[str, float]:
+        """``{"confident": ..., "margin": ..., "floor": ...}``."""
+        return {"confident": self.confident, "margin": self.margin, "floor": self.floor}
+
+    def save(self, path: str | PathLike[str], **about: Any) -> None:
+        """Write the thresholds as a JSON file that :meth:`load` reads.
+
+        Args:
+            path: The file to write (replaced if it exists).
+            about: Extra JSON-serialisable facts kept under ``"calibration"`` (how the
+                thresholds were fitted); :meth:`load` ignores them.
+        """
+        document: dict[str, Any] = {"jevqueue_thresholds": 1, **self.to_dict()}
+        if about:
+            document["calibration"] = about
+        Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | PathLike[str]) -> Thresholds:
+        """Read a thresholds file written by :meth:`save` or ``jevqueue calibrate``.
+
+        Raises:
+            ConfigurationError: The file cannot be read, is not a thresholds file, lacks
+                a value, has an unknown key, or a value is out of range.
+        """
+        try:
+            document = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(
+                f"cannot read thresholds from {path}: {exc}; write one with "
+                "`jevqueue calibrate RECORDS --out FILE`"
+            ) from exc
+        if not isinstance(document, dict) or document.get("jevqueue_thresholds") != 1:
+            raise ConfigurationError(
+                f'{path} is not a jevqueue thresholds file (no "jevqueue_thresholds": 1): '
+                "write one with `jevqueue calibrate RECORDS --out FILE`"
+            )
+        known = {"jevqueue_thresholds", "confident", "margin", "floor", "calibration"}
+        unknown = sorted(set(document) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"{path} has unknown keys {unknown}: a thresholds file holds confident, "
+                "margin and floor (a typo would silently keep a default)"
+            )
+        missing = [key for key in ("confident", "margin", "floor") if key not in document]
+        if missing:
+            raise ConfigurationError(f"{path} lacks {', '.join(missing)}: give all three")
+        return cls(
+            confident=document["confident"], margin=document["margin"], floor=document["floor"]
+        )
