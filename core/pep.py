@@ -21,6 +21,7 @@ Audit failure is a denial, everywhere: when the record cannot be written,
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -167,6 +168,30 @@ def _decision_appender(write: Any) -> Callable[..., None] | None:
     return appender
 
 
+def _check_verifier(verifier: Any) -> None:
+    """Refuse, at construction, a verifier that cannot be called as ``verifier(record, action)``.
+
+    Otherwise every approval would later be refused with an opaque TypeError.
+    """
+    if not callable(verifier):
+        raise ConfigurationError(
+            f"approval_verifier {type(verifier).__name__} is not callable: pass a callable "
+            "verifier(record, action) -> bool such as jevqueue.approvals.SignedApprovalVerifier"
+        )
+    try:
+        signature = inspect.signature(verifier)
+    except (TypeError, ValueError):
+        return  # a builtin without a readable signature: nothing to check
+    try:
+        signature.bind(object(), object())
+    except TypeError as error:
+        raise ConfigurationError(
+            f"approval_verifier {getattr(verifier, '__qualname__', type(verifier).__name__)}"
+            f"{signature} cannot be called as verifier(record, action) ({error}): give it "
+            "exactly two positional parameters, the ApprovalRecord and the Action"
+        ) from None
+
+
 def _unfulfilled(verdict: Verdict) -> Verdict:
     """``verdict`` when no approval record was supplied for its ``explicit_approval``.
 
@@ -238,10 +263,8 @@ class PolicyEnforcementPoint:
                 f"pdp {type(pdp).__name__} has no evaluate(action) method: pass "
                 "create_default_policy_decision_point() or another PolicyDecisionPoint"
             )
-        if approval_verifier is not None and not callable(approval_verifier):
-            raise ConfigurationError(
-                "approval_verifier must be callable as verifier(record, action) -> bool"
-            )
+        if approval_verifier is not None:
+            _check_verifier(approval_verifier)
         if consumed_approvals is not None and not callable(
             getattr(consumed_approvals, "consume", None)
         ):

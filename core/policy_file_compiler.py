@@ -24,7 +24,7 @@ from jevqueue.policy_file_rule import (
     PolicyFileAllowlistRule,
     PolicyFileRule,
 )
-from jevqueue.registry import FILE_DELETE, FILE_READ, FILE_WRITE, NETWORK, SHELL_COMMAND
+from jevqueue.registry import BUILTIN_SIDE_EFFECTS, declare_side_effect
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.rule import Rule
@@ -37,11 +37,10 @@ FORMAT_VERSION = 1
 KNOWN_OBLIGATIONS: frozenset[str] = frozenset({"explicit_approval"})
 """Obligations the policy enforcement point knows how to fulfil."""
 
-KNOWN_SIDE_EFFECTS: frozenset[str] = frozenset(
-    {FILE_READ, FILE_WRITE, FILE_DELETE, SHELL_COMMAND, NETWORK}
-)
-"""Side-effect names of the built-in registries; a file declares its own others under
-``[policy] side_effects``."""
+KNOWN_SIDE_EFFECTS: frozenset[str] = frozenset(BUILTIN_SIDE_EFFECTS)
+"""The built-in side-effect vocabulary (:data:`jevqueue.registry.BUILTIN_SIDE_EFFECTS`); a
+file declares its own others under ``[policy] side_effects``, which also lets tools
+declare them."""
 
 _EFFECTS: tuple[Effect, ...] = ("deny", "require", "allow")
 _POLICY_KEYS = ("name", "description", "version", "default", "default_reason", "side_effects")
@@ -109,6 +108,7 @@ class PolicyFileCompiler:
         self.errors: list[PolicyFileError] = []
         self.warnings: list[PolicyFileWarning] = []
         self.side_effects = set(KNOWN_SIDE_EFFECTS)
+        self.declared_side_effects: list[str] = []
 
     # --- reporting ------------------------------------------------------------------
 
@@ -176,6 +176,9 @@ class PolicyFileCompiler:
                 default=default,
                 sha256=self.sha256,
             )
+        for effect in self.declared_side_effects:
+            # The file governs them (or at least names them): tools may now declare them.
+            declare_side_effect(effect, f"declared by the policy file {self.file}")
         return PolicyFileReport(
             self.file,
             (),
@@ -246,6 +249,7 @@ class PolicyFileCompiler:
             for position, value in enumerate(declared or ()):
                 if _SIDE_EFFECT.fullmatch(value):
                     self.side_effects.add(value)
+                    self.declared_side_effects.append(value)
                 else:
                     self.error(
                         (*here, position),

@@ -44,13 +44,13 @@ def tool_spec(
         raise ConfigurationError(
             f"tool_spec needs a CrewAI BaseTool (or @tool function), not {type(tool).__name__}"
         )
-    paths = tuple(path_fields)
+    paths = path_fields if isinstance(path_fields, str) else tuple(path_fields)
     schema: dict[str, Any] | None = None
     if with_schema and tool.args_schema is not None and tool.args_schema.model_fields:
         schema = tool.args_schema.model_json_schema()
     return ToolSpec(
         name=sanitize_tool_name(tool.name),
-        side_effects=frozenset(side_effects),
+        side_effects=side_effects,  # type: ignore[arg-type]  # ToolSpec refuses a bare str
         path_fields=paths,
         required_path_fields=paths if required_path_fields is None else tuple(required_path_fields),
         cwd_field=cwd_field,

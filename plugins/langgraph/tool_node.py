@@ -96,9 +96,10 @@ def tool_spec(
     function = convert_to_openai_tool(tool)["function"]
     return ToolSpec(
         name=function["name"],
-        side_effects=frozenset(side_effects),
-        path_fields=tuple(path_fields),
-        required_path_fields=tuple(
+        side_effects=side_effects,  # type: ignore[arg-type]  # ToolSpec refuses a bare str
+        # Passed as given: ToolSpec refuses a bare string instead of splitting it.
+        path_fields=path_fields,  # type: ignore[arg-type]
+        required_path_fields=(  # type: ignore[arg-type]
             path_fields if required_path_fields is None else required_path_fields
         ),
         cwd_field=cwd_field,

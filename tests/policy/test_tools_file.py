@@ -26,6 +26,7 @@ required_path_fields = []
 type = "object"
 required = ["command"]
 properties.command = { type = "string" }
+properties.cwd = { type = "string" }
 """
 
 
@@ -47,7 +48,7 @@ def test_reads_every_declared_fact(tmp_path: Path) -> None:
     assert run_tests.schema == {
         "type": "object",
         "required": ["command"],
-        "properties": {"command": {"type": "string"}},
+        "properties": {"command": {"type": "string"}, "cwd": {"type": "string"}},
     }
 
 
@@ -73,7 +74,7 @@ def test_declarations_govern_calls(tmp_path: Path) -> None:
         ('[[tool]]\nname = "w"\n', 1, "no 'side_effects'"),
         ('[[tool]]\nname = "w"\nside_effects = "file_write"\n', 3, "must be a list"),
         (
-            '[[tool]]\nname = "w"\nside_effects = ["x"]\n[[tool]]\nname = "w"\nside_effects = []\n',
+            '[[tool]]\nname = "w"\nside_effects = ["network"]\n[[tool]]\nname = "w"\nside_effects = []\n',
             5,
             "declared twice",
         ),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from jevqueue.action import Action
 from jevqueue.policy_file import check_policy_file, load_policy_rules
-from jevqueue.registry import ToolRegistry, ToolSpec, antigravity_registry
+from jevqueue.registry import ToolRegistry, ToolSpec, antigravity_registry, declare_side_effect
 from jevqueue.rule import Rule
 from jevqueue.verdict import Verdict, VerdictKind
 
@@ -28,6 +28,7 @@ def context(**overrides: str) -> dict[str, str]:
 
 
 def registry() -> ToolRegistry:
+    declare_side_effect("database_read", "reads the application database")
     return (
         antigravity_registry()
         .register(
