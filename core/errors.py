@@ -1,4 +1,4 @@
-"""Every error jevqueue raises, under one root.
+r"""Every error jevqueue raises, under one root.
 
 ::
 

@@ -74,7 +74,8 @@ def test_declarations_govern_calls(tmp_path: Path) -> None:
         ('[[tool]]\nname = "w"\n', 1, "no 'side_effects'"),
         ('[[tool]]\nname = "w"\nside_effects = "file_write"\n', 3, "must be a list"),
         (
-            '[[tool]]\nname = "w"\nside_effects = ["network"]\n[[tool]]\nname = "w"\nside_effects = []\n',
+            '[[tool]]\nname = "w"\nside_effects = ["share"]\n'
+            '[[tool]]\nname = "w"\nside_effects = []\n',
             5,
             "declared twice",
         ),
