@@ -24,6 +24,7 @@ so changing any argument, target, the workspace or any other context field chang
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -40,7 +41,7 @@ from jevqueue.context import ExecutionContext
 from jevqueue.errors import InvalidToolArgumentsError, UnsupportedTypeError
 from jevqueue.registry import ToolRegistry, ToolSpec
 
-__all__ = ["Action", "resolve_path"]
+__all__ = ["Action", "UnresolvablePathError", "resolve_path"]
 
 
 def _workspace_root(workspace: str) -> tuple[str, bool]:
@@ -70,11 +71,18 @@ def _workspace_root(workspace: str) -> tuple[str, bool]:
                 return root, True
     # access() answers "does not exist" without raising; it fails whenever stat() would.
     if _EFFECTIVE_IDS and not _access(workspace, _F_OK, effective_ids=True):
-        return workspace, False
+        try:
+            os.stat(workspace)
+        except FileNotFoundError:
+            return workspace, False
+        except (OSError, ValueError) as error:
+            raise UnresolvablePathError(f"the workspace: {_why(error)}") from None
     try:
         found = os.stat(workspace)
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return workspace, False
+    except (OSError, ValueError) as error:
+        raise UnresolvablePathError(f"the workspace: {_why(error)}") from None
     if not stat.S_ISDIR(found.st_mode):
         return workspace, False
     root = os.path.realpath(workspace)
@@ -113,11 +121,50 @@ def _resolve_below(root: str, relative: str) -> str | None:
         path = f"{path}/{segment}"
         try:
             mode = os.lstat(path).st_mode
-        except (OSError, ValueError):
+        except FileNotFoundError:
             return f"{root}/{relative}"
+        except (OSError, ValueError) as error:
+            raise UnresolvablePathError(_why(error)) from None
         if stat.S_ISLNK(mode):
             return None
     return path
+
+
+class UnresolvablePathError(Exception):
+    """A path could not be resolved for a reason other than "it does not exist yet"."""
+
+
+def _why(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.errno is not None:
+        return f"{errno.errorcode.get(error.errno, error.errno)} ({error.strerror})"
+    return type(error).__name__
+
+
+def _check_resolved(path: str) -> None:
+    """Fail closed where :func:`os.path.realpath` gave up silently.
+
+    ``realpath`` keeps a component it cannot look up as written, whatever the reason: a
+    link loop, a path past PATH_MAX, a directory it may not search. Only "does not exist
+    (yet)" is harmless — nothing below a missing component exists either — so every
+    prefix is looked up again, and any other failure, or a link ``realpath`` left
+    unfollowed, raises.
+
+    Raises:
+        UnresolvablePathError: the path cannot be judged.
+    """
+    prefix = ""
+    for part in path.split("/"):
+        if not part:
+            continue
+        prefix = f"{prefix}/{part}"
+        try:
+            mode = os.lstat(prefix).st_mode
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as error:
+            raise UnresolvablePathError(_why(error)) from None
+        if stat.S_ISLNK(mode):
+            raise UnresolvablePathError("a symbolic link that cannot be followed (a loop?)")
 
 
 def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
@@ -130,6 +177,10 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
 
     Returns:
         An absolute, normalised path.
+
+    Raises:
+        UnresolvablePathError: on disk, a component cannot be looked up for a reason
+            other than not existing (ENAMETOOLONG, ELOOP, EACCES, ENOTDIR ...).
     """
     if value.startswith("~"):
         value = os.path.expanduser(value)
@@ -139,7 +190,9 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
             below = _resolve_below(workspace_root, value)
             if below is not None:
                 return below
-        return os.path.realpath(joined)
+        resolved = os.path.realpath(joined)
+        _check_resolved(resolved)
+        return resolved
     if "//" not in joined and "/." not in joined and joined[-1] != "/":
         return joined  # no empty, "." or ".." segment: already normal
     if (
@@ -237,6 +290,14 @@ def _split(below: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
             _SPLITS.clear()
         _SPLITS[below] = (parts, folded)
     return parts, folded
+
+
+def _unresolvable(spec: ToolSpec, field: str, error: UnresolvablePathError) -> Exception:
+    return InvalidToolArgumentsError(
+        spec.name,
+        f"{field} cannot be resolved ({error}): a path that cannot be judged is refused, "
+        "to fail closed; pass a shorter path without link loops, inside the workspace",
+    )
 
 
 def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> str | None:
@@ -414,7 +475,10 @@ class Action:
             else:
                 private = dict(arguments)
 
-        root, on_disk = _workspace_root(ctx.workspace)
+        try:
+            root, on_disk = _workspace_root(ctx.workspace)
+        except UnresolvablePathError as error:
+            raise _unresolvable(spec, "the workspace", error) from None
         targets: list[str] = []
         fields: list[str] = []
         for name in spec.path_fields:
@@ -440,7 +504,10 @@ class Action:
                     targets.append("/".join(kept) or "/")
                 fields.append(name)
                 continue
-            targets.append(resolve_path(value, root, on_disk=on_disk))
+            try:
+                targets.append(resolve_path(value, root, on_disk=on_disk))
+            except UnresolvablePathError as error:
+                raise _unresolvable(spec, name, error) from None
             fields.append(name)
         cwd: str | None = None
         cwd_field = spec.cwd_field
@@ -458,7 +525,10 @@ class Action:
                 ):
                     cwd = value  # resolve_path's route for an absolute, normal path
                 else:
-                    cwd = resolve_path(value, root, on_disk=on_disk)
+                    try:
+                        cwd = resolve_path(value, root, on_disk=on_disk)
+                    except UnresolvablePathError as error:
+                        raise _unresolvable(spec, cwd_field, error) from None
 
         # Keys sort as "arguments" < "context" < "cwd" < "side_effects" < "targets" < "tool",
         # so the canonical document is assembled from canonical pieces: the arguments, the

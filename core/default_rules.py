@@ -25,6 +25,12 @@ rule_id                            verdict
                                    ``.ssh/``, ``.aws/``, ``.netrc``, ``.npmrc`` ...).
 ``jevqueue.content.credentials``   DENY when the tool's content carries a credential (cloud
                                    keys, private key blocks, common API token formats).
+``jevqueue.paths.spelling``        DENY a path or working directory spelt so that tools
+                                   disagree on the file: backslashes, ``%xx``, control
+                                   characters, trailing dots or spaces, drive letters,
+                                   ``$VAR``, ``~user`` (opt out: ``literal_paths=True``).
+``jevqueue.paths.hardlink``        ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for writing an
+                                   existing file with more than one hard link.
 ``jevqueue.paths.normalize``       REPAIR a path argument written with ``..`` segments or a
                                    leading ``~`` into its resolved form, so the path an
                                    approver reads is the path the tool will touch.
@@ -38,7 +44,9 @@ Windows) treat ``.GIT/hooks`` and ``.git/hooks`` as the same directory.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -52,7 +60,9 @@ __all__ = [
     "CIConfigRule",
     "CredentialContentRule",
     "GitInternalsRule",
+    "HardLinkRule",
     "PathNormalizationRule",
+    "PathSpellingRule",
     "SecretFileRule",
     "ShellApprovalRule",
     "ShellWorkingDirectoryRule",
@@ -662,6 +672,90 @@ class PathNormalizationRule:
         )
 
 
+# Spellings that name different files to different tools: a shell expands ``$HOME`` and
+# ``~root``, a URL layer decodes ``%2e``, Windows reads ``\``, ``C:`` and drops trailing
+# dots and spaces; control characters hide from the person reading the approval.
+_ODD_SPELLINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a backslash", re.compile(r"\\")),
+    ("percent-encoding", re.compile(r"%[0-9A-Fa-f]{2}")),
+    ("a control character", re.compile(r"[\x00-\x1f\x7f-\x9f]")),
+    ("a component ending in a dot or a space", re.compile(r"(?:^|/)(?!\.{1,2}(?:/|$))[^/]*[. ](?:/|$)")),
+    ("a drive letter", re.compile(r"^[A-Za-z]:")),
+    ("a variable a tool might expand ($VAR, ${VAR}, $(...))", re.compile(r"\$[A-Za-z_{(]")),
+    ("a ~user home directory", re.compile(r"^~[^/]")),
+)
+_ANY_ODD = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in _ODD_SPELLINGS))
+
+
+class PathSpellingRule:
+    """DENY a path spelt so that different tools would read different files.
+
+    A tool declared with ``literal_paths=True`` opts out: it takes the text as written.
+    """
+
+    rule_id = "jevqueue.paths.spelling"
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Look at every path and working-directory argument as the model wrote it."""
+        spec = action.spec
+        if spec is None or spec.literal_paths:
+            return None
+        arguments = action.arguments
+        fields = spec.path_fields if spec.cwd_field is None else (*spec.path_fields, spec.cwd_field)
+        reasons: list[str] | None = None
+        for field in fields:
+            raw = arguments.get(field)
+            if type(raw) is not str or _ANY_ODD.search(raw) is None:
+                continue
+            kinds = ", ".join(kind for kind, pattern in _ODD_SPELLINGS if pattern.search(raw))
+            reason = (
+                f"{field} holds {kinds}, which different tools read as different files: "
+                "write a plain path inside the workspace (or declare the tool with "
+                "literal_paths=True if it takes paths literally)"
+            )
+            reasons = [reason] if reasons is None else [*reasons, reason]
+        if reasons is None:
+            return None
+        return Verdict.deny(*reasons, rule_ids=(self.rule_id,))
+
+
+class HardLinkRule:
+    """Require explicit approval for writing an existing file that has other hard links.
+
+    A hard link inside the workspace can be the same file as one outside it: writing
+    through the link writes there, and no path check can tell.
+    """
+
+    rule_id = "jevqueue.paths.hardlink"
+    opinion_side_effects = frozenset({FILE_WRITE})
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Count the links of every existing target of a write."""
+        if FILE_WRITE not in action.side_effects or not action.targets:
+            return None
+        hits: list[str] | None = None
+        for field, target in zip(action.target_fields, action.targets, strict=True):
+            try:
+                found = os.lstat(target)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError):
+                found = None  # cannot be judged: treated as linked
+            if found is None or (stat.S_ISREG(found.st_mode) and found.st_nlink > 1):
+                hits = [field] if hits is None else [*hits, field]
+        if hits is None:
+            return None
+        return Verdict.allow_with_obligations(
+            (EXPLICIT_APPROVAL,),
+            *(
+                f"{field} is a file with more than one hard link, which may be the same file "
+                "as one outside the workspace: writing it needs an explicit approval"
+                for field in hits
+            ),
+            rule_ids=(self.rule_id,),
+        )
+
+
 def _maybe_indirect(raw: object) -> bool:
     return type(raw) is str and (".." in raw or raw[:1] == "~")
 
@@ -674,11 +768,13 @@ def default_rules() -> tuple[Rule, ...]:
     """Return fresh instances of every default rule, in evaluation order."""
     return (
         WorkspaceContainmentRule(),
+        PathSpellingRule(),
         ShellWorkingDirectoryRule(),
         GitInternalsRule(),
         CredentialContentRule(),
         ShellApprovalRule(),
         CIConfigRule(),
         SecretFileRule(),
+        HardLinkRule(),
         PathNormalizationRule(),
     )

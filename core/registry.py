@@ -204,6 +204,14 @@ class ToolSpec:
             with none declared it reads every string in the arguments.
         schema: an optional JSON Schema the arguments must satisfy (checked with
             ``jsonschema``; the schema itself is checked at construction).
+        literal_paths: the tool takes its path text literally — it never expands
+            ``$VAR`` or ``~user``, never decodes ``%xx`` and never runs on Windows — so
+            spellings that mean different files to different tools (backslashes,
+            percent-encoding, control characters, trailing dots or spaces, drive
+            letters, variables) are judged as written instead of refused.
+        paths_as_written: the tool needs the path the model wrote, not the resolved
+            absolute path the policy judged (plugins hand tools the resolved one unless
+            this is set). Prefer the default: the resolved path is the file judged.
 
     Raises:
         ConfigurationError: a name, field list or schema is malformed.
@@ -216,6 +224,8 @@ class ToolSpec:
     cwd_field: str | None = None
     content_fields: tuple[str, ...] = ()
     schema: Mapping[str, Any] | None = field(default=None, hash=False)
+    literal_paths: bool = False
+    paths_as_written: bool = False
     _validator: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
     _digest_parts: tuple[str, str] = field(
         default=("", ""), init=False, repr=False, compare=False, hash=False
@@ -270,6 +280,9 @@ class ToolSpec:
         object.__setattr__(
             self, "content_fields", _names(self.content_fields, "content_fields", self.name)
         )
+        for flag in ("literal_paths", "paths_as_written"):
+            if type(getattr(self, flag)) is not bool:
+                raise ConfigurationError(f"tool {self.name!r}: {flag} must be True or False")
         if self.schema is not None:
             if not isinstance(self.schema, Mapping):
                 raise ConfigurationError(f"tool {self.name!r}: schema must be a mapping")
