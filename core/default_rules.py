@@ -679,7 +679,10 @@ _ODD_SPELLINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a backslash", re.compile(r"\\")),
     ("percent-encoding", re.compile(r"%[0-9A-Fa-f]{2}")),
     ("a control character", re.compile(r"[\x00-\x1f\x7f-\x9f]")),
-    ("a component ending in a dot or a space", re.compile(r"(?:^|/)(?!\.{1,2}(?:/|$))[^/]*[. ](?:/|$)")),
+    (
+        "a component ending in a dot or a space",
+        re.compile(r"(?:^|/)(?!\.{1,2}(?:/|$))[^/]*[. ](?:/|$)"),
+    ),
     ("a drive letter", re.compile(r"^[A-Za-z]:")),
     ("a variable a tool might expand ($VAR, ${VAR}, $(...))", re.compile(r"\$[A-Za-z_{(]")),
     ("a ~user home directory", re.compile(r"^~[^/]")),
