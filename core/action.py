@@ -426,6 +426,33 @@ class Action:
     relative_targets: tuple[tuple[str, ...] | None, ...] = ()
     folded_targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
+    def __post_init__(self) -> None:
+        """Validate an Action built by hand (or by ``dataclasses.replace``) as build does.
+
+        :meth:`build` never runs ``__init__``. Anything else that makes an Action is
+        checked here: the arguments and context are validated and the action rebuilt
+        from its contents, and the enforcement point judges that rebuilt action and
+        refuses one whose stored digest differs from it.
+
+        Raises:
+            InvalidToolArgumentsError: no ToolSpec, or the arguments break it.
+            UnregisteredToolError: ``tool`` is not the spec's name.
+            NonCanonicalArgumentsError: the arguments are not canonical JSON (bytes, ...).
+            InvalidContextError: the context is invalid.
+        """
+        spec = self.spec
+        if not isinstance(spec, ToolSpec):
+            raise InvalidToolArgumentsError(
+                str(self.tool)[:80],
+                "an Action needs the tool's ToolSpec to be judged: build it with "
+                "Action.build(registry, tool, arguments, context)",
+            )
+        arguments = self.arguments
+        if isinstance(arguments, Mapping) and type(arguments) is not dict:
+            arguments = dict(arguments)
+        rebuilt = Action.build(ToolRegistry((spec,)), self.tool, arguments, self.context)
+        _set_attribute(self, "_rebuilt", rebuilt)
+
     @classmethod
     def build(
         cls,

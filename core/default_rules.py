@@ -31,6 +31,10 @@ rule_id                            verdict
                                    ``$VAR``, ``~user`` (opt out: ``literal_paths=True``).
 ``jevqueue.paths.hardlink``        ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for writing an
                                    existing file with more than one hard link.
+``jevqueue.paths.missing``         DENY a call of a file tool that names no file at all.
+``jevqueue.delete.approval``       ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for every
+                                   ``file_delete`` or ``data_delete`` (a policy file may
+                                   relax it: ``[policy] relax``).
 ``jevqueue.paths.normalize``       REPAIR a path argument written with ``..`` segments or a
                                    leading ``~`` into its resolved form, so the path an
                                    approver reads is the path the tool will touch.
@@ -51,16 +55,19 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from jevqueue.action import Action
-from jevqueue.registry import FILE_DELETE, FILE_WRITE, SHELL_COMMAND
+from jevqueue.registry import DATA_DELETE, FILE_DELETE, FILE_READ, FILE_WRITE, SHELL_COMMAND
 from jevqueue.rule import Rule
 from jevqueue.verdict import Verdict
 
 __all__ = [
     "EXPLICIT_APPROVAL",
+    "RELAXABLE_RULES",
     "CIConfigRule",
     "CredentialContentRule",
+    "DeleteApprovalRule",
     "GitInternalsRule",
     "HardLinkRule",
+    "MissingTargetRule",
     "PathNormalizationRule",
     "PathSpellingRule",
     "SecretFileRule",
@@ -74,6 +81,7 @@ EXPLICIT_APPROVAL = "explicit_approval"
 """The obligation a person's signed approval of the exact action digest fulfils."""
 
 _WRITES = frozenset({FILE_WRITE, FILE_DELETE})
+_FILE_EFFECTS = frozenset({FILE_READ, FILE_WRITE, FILE_DELETE})
 
 
 class WorkspaceContainmentRule:
@@ -759,6 +767,62 @@ class HardLinkRule:
         )
 
 
+class MissingTargetRule:
+    """DENY a file tool's call that names no file: there is nothing to judge.
+
+    A tool declared with optional path fields (``required_path_fields`` shorter than
+    ``path_fields``) and a file side effect, called without any of them, would act on
+    whatever the tool defaults to — unseen by every path rule.
+    """
+
+    rule_id = "jevqueue.paths.missing"
+    opinion_side_effects = _FILE_EFFECTS
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Refuse a call of a file tool with path fields when none was given."""
+        if action.targets or action.side_effects.isdisjoint(_FILE_EFFECTS):
+            return None
+        spec = action.spec
+        if spec is None or not spec.path_fields:
+            return None
+        return Verdict.deny(
+            f"{action.tool} touches files but this call names none "
+            f"({', '.join(spec.path_fields)} missing), so there is nothing to judge: pass "
+            "the path explicitly",
+            rule_ids=(self.rule_id,),
+        )
+
+
+class DeleteApprovalRule:
+    """Require explicit approval for deleting files or a service's data.
+
+    A deletion cannot be undone by the next turn. A policy file may relax this with
+    ``[policy] relax = ["jevqueue.delete.approval"]``.
+    """
+
+    rule_id = "jevqueue.delete.approval"
+    opinion_side_effects = frozenset({FILE_DELETE, DATA_DELETE})
+
+    def __init__(self) -> None:
+        self._verdict = Verdict.allow_with_obligations(
+            (EXPLICIT_APPROVAL,),
+            "deleting cannot be undone: it needs an explicit approval of this exact action "
+            "digest",
+            rule_ids=(self.rule_id,),
+        )
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Require an approval for every ``file_delete`` or ``data_delete``."""
+        if action.side_effects.isdisjoint(self.opinion_side_effects):
+            return None
+        return self._verdict
+
+
+RELAXABLE_RULES = frozenset({DeleteApprovalRule.rule_id})
+"""Default rules a policy file may switch off (``[policy] relax``); every other default
+rule holds whatever a policy file says."""
+
+
 def _maybe_indirect(raw: object) -> bool:
     return type(raw) is str and (".." in raw or raw[:1] == "~")
 
@@ -779,5 +843,7 @@ def default_rules() -> tuple[Rule, ...]:
         CIConfigRule(),
         SecretFileRule(),
         HardLinkRule(),
+        MissingTargetRule(),
+        DeleteApprovalRule(),
         PathNormalizationRule(),
     )

@@ -276,8 +276,9 @@ def create_default_policy_decision_point(
 
     Args:
         policy_files: policy files whose rules are added after the defaults (see
-            ``docs/policy.md``). They can only tighten the policy: a default DENY stays a
-            DENY.
+            ``docs/policy.md``). They can only tighten the policy — a default DENY stays a
+            DENY — except that ``[policy] relax`` may switch off the default rules listed
+            in :data:`jevqueue.default_rules.RELAXABLE_RULES` (delete approval).
         registry: the tool registry the policy is meant for, kept on the PDP.
 
     Returns:
@@ -299,6 +300,7 @@ def create_default_policy_decision_point(
         from jevqueue.policy_file import load_policy_file
 
         names: dict[str, str] = {}
+        relaxed: set[str] = set()
         for source in sources:
             if not isinstance(source, (str, PathLike)):
                 raise ConfigurationError(
@@ -319,6 +321,9 @@ def create_default_policy_decision_point(
             names[report.name] = report.file
             file_digests.append(report.sha256)
             rules.extend(report.rules)
+            relaxed.update(report.relax)
+        if relaxed:
+            rules = [rule for rule in rules if getattr(rule, "rule_id", None) not in relaxed]
     return RuleBasedPolicyDecisionPoint(
         rules, revision=_revision(rules, file_digests), registry=registry
     )

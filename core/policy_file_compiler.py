@@ -43,7 +43,15 @@ file declares its own others under ``[policy] side_effects``, which also lets to
 declare them."""
 
 _EFFECTS: tuple[Effect, ...] = ("deny", "require", "allow")
-_POLICY_KEYS = ("name", "description", "version", "default", "default_reason", "side_effects")
+_POLICY_KEYS = (
+    "name",
+    "description",
+    "version",
+    "default",
+    "default_reason",
+    "side_effects",
+    "relax",
+)
 _RULE_KEYS = (
     "id",
     "reason",
@@ -109,6 +117,7 @@ class PolicyFileCompiler:
         self.warnings: list[PolicyFileWarning] = []
         self.side_effects = set(KNOWN_SIDE_EFFECTS)
         self.declared_side_effects: list[str] = []
+        self.relax: list[str] = []
 
     # --- reporting ------------------------------------------------------------------
 
@@ -188,6 +197,7 @@ class PolicyFileCompiler:
             default=default,
             sha256=self.sha256,
             rule_count=counts,
+            relax=tuple(self.relax),
         )
 
     # --- [policy] ---------------------------------------------------------------------
@@ -255,6 +265,20 @@ class PolicyFileCompiler:
                         (*here, position),
                         f"[policy]: side effect {value!r} must be an identifier such as "
                         "'database_write', as tool registrations spell them",
+                    )
+        if "relax" in table:
+            from jevqueue.default_rules import RELAXABLE_RULES
+
+            here = ("policy", "relax")
+            for position, value in enumerate(self._strings(here, table["relax"], "[policy]") or ()):
+                if value in RELAXABLE_RULES:
+                    self.relax.append(value)
+                else:
+                    self.error(
+                        (*here, position),
+                        f"[policy] relax: {value!r} is not a default rule a policy file may "
+                        f"switch off{_did_you_mean(value, sorted(RELAXABLE_RULES))}; only "
+                        f"{', '.join(sorted(RELAXABLE_RULES))} can be relaxed",
                     )
         if "default_reason" in table:
             value = self._text(("policy", "default_reason"), table["default_reason"])

@@ -11,6 +11,8 @@ denies the call.
 * :class:`JsonlAuditLog` — one JSON line per decision, with an ``fsync`` policy.
 * :class:`AuditChain` — puts any sink with ``append(event)`` or ``log(event)`` behind a
   hash chain (the PEP wraps whatever ``audit_logger`` it is given in one).
+* :func:`default_audit_log_path` — where a PEP given no ``audit_logger`` records its
+  decisions (an SQLite log in the state directory): no decision goes unaudited.
 * :func:`verify_audit_log` (and ``jevqueue audit verify PATH``) — says which record was
   edited, deleted, reordered or cut off.
 
@@ -25,6 +27,7 @@ from jevqueue._lazy import lazy_getattr
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.audit._chain import AuditChain
+    from jevqueue.audit._default_log import default_audit_log_path
     from jevqueue.audit._jsonl_log import JsonlAuditLog
     from jevqueue.audit._record import GENESIS_HASH, AuditRecord, decision_event
     from jevqueue.audit._sink import AuditSink, ChainedAuditLog
@@ -42,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "SQLiteAuditLog": "jevqueue.audit._sqlite_log",
     "VerificationReport": "jevqueue.audit._verify",
     "decision_event": "jevqueue.audit._record",
+    "default_audit_log_path": "jevqueue.audit._default_log",
     "verify_audit_log": "jevqueue.audit._verify",
 }
 
@@ -56,6 +60,7 @@ __all__ = [
     "SQLiteAuditLog",
     "VerificationReport",
     "decision_event",
+    "default_audit_log_path",
     "verify_audit_log",
 ]
 

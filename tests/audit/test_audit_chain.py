@@ -41,6 +41,7 @@ def test_public_surface_is_pinned() -> None:
         "VerificationReport",
         "decision_event",
         "verify_audit_log",
+        "default_audit_log_path",
     }
     for name in audit.__all__:
         assert getattr(audit, name) is not None

@@ -43,6 +43,8 @@ def test_rule_ids_are_stable_and_unique() -> None:
         "jevqueue.paths.ci",
         "jevqueue.paths.secrets",
         "jevqueue.paths.hardlink",
+        "jevqueue.paths.missing",
+        "jevqueue.delete.approval",
         "jevqueue.paths.normalize",
     ]
 
