@@ -24,6 +24,7 @@ so changing any argument, target, the workspace or any other context field chang
 
 from __future__ import annotations
 
+import copy
 import errno
 import hashlib
 import json
@@ -638,6 +639,33 @@ class Action:
             },
         )
         return action
+
+    def arguments_to_run(self, judged: Mapping[str, Any]) -> dict[str, Any]:
+        """A fresh copy of ``judged`` — the arguments this action was built from — as the
+        tool must receive them.
+
+        Each path field holds the resolved absolute path the policy judged and the
+        working-directory field the resolved directory, so a tool that opens a relative
+        path against its own working directory still touches the file that was judged.
+        A tool declared with ``paths_as_written=True`` gets the paths as the model wrote
+        them. (``judged`` and not :attr:`arguments`: rules may have touched that copy.)
+
+        Raises:
+            InvalidToolArgumentsError: ``judged`` is not what this action was built from.
+        """
+        arguments: dict[str, Any] = copy.deepcopy(dict(judged))
+        spec = self.spec
+        if spec is None or spec.paths_as_written:
+            return arguments
+        for name, target in zip(self.target_fields, self.targets, strict=True):
+            if type(arguments.get(name)) is not str:
+                raise InvalidToolArgumentsError(
+                    self.tool, f"the arguments to run have no path {name!r}: run what was judged"
+                )
+            arguments[name] = target
+        if spec.cwd_field is not None and self.cwd is not None:
+            arguments[spec.cwd_field] = self.cwd
+        return arguments
 
     def digest_document(self) -> dict[str, Any]:
         """Return the document whose RFC 8785 form the digest hashes (for verification)."""

@@ -66,8 +66,21 @@ class GovernedToolHooks:
         try:
             outcome = self.guard.check(context.tool_name, context.tool_input)
             if outcome.allowed:
-                return None
-            message = outcome.message
+                tool_input = context.tool_input
+                if outcome.run_arguments is not None and isinstance(tool_input, dict):
+                    # CrewAI runs the tool with this very dict: make it the judged copy,
+                    # paths resolved as judged.
+                    tool_input.clear()
+                    tool_input.update(outcome.run_arguments)
+                    return None
+                if outcome.run_arguments == tool_input:
+                    return None
+                message = (
+                    f"jevqueue denied the call to {outcome.tool!r}: its arguments cannot be "
+                    "replaced by the judged ones (resolved paths); the call was not run"
+                )
+            else:
+                message = outcome.message
         except Exception as exc:  # anything escaping would fail open: block instead
             message = (
                 f"jevqueue denied the call: the tool hook failed ({type(exc).__name__}: {exc}); "

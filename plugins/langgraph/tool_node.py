@@ -135,6 +135,21 @@ def _snapshot(arguments: Any) -> Any:
     return copy.deepcopy(arguments)
 
 
+@dataclass(frozen=True)
+class _Refused:
+    """A batch refused whole: the refusal messages stand in for running it."""
+
+    messages: list[Any]
+
+
+def _as_judged(request: ToolCallRequest, judgement: _Judgement) -> ToolCallRequest:
+    """The request with exactly the judged arguments, paths resolved as judged."""
+    action = judgement.action
+    assert action is not None
+    judged = action.arguments_to_run(judgement.arguments)
+    return request.override(tool_call={**request.tool_call, "args": judged})
+
+
 _PLANS: contextvars.ContextVar[dict[str, _Judgement] | None] = contextvars.ContextVar(
     "jevqueue_langgraph_plans", default=None
 )
@@ -357,7 +372,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         refusal = self._settle(judgement)
         if refusal is not None:
             return self._refusal_message(request.tool_call, refusal, judgement)
-        return execute(request)
+        return execute(_as_judged(request, judgement))
 
     async def awrap_tool_call(self, request: ToolCallRequest, execute: Any) -> Any:
         """The async form of :meth:`wrap_tool_call`."""
@@ -365,7 +380,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         refusal = self._settle(judgement)
         if refusal is not None:
             return self._refusal_message(request.tool_call, refusal, judgement)
-        return await execute(request)
+        return await execute(_as_judged(request, judgement))
 
     # --- the node ------------------------------------------------------------------------
 
@@ -408,6 +423,11 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         if not calls:
             return {}, None
         context = self.context_for(config)
+        ids = [call.get("id") for call in calls]
+        if any(not isinstance(i, str) or not i for i in ids) or len(set(ids)) != len(ids):
+            # Plans, answers and resumes are matched by id: with a missing or repeated id a
+            # call could run twice across an interrupt. Nothing of such a batch runs.
+            return {}, self._refuse_batch(calls, context)
         plans = {str(call.get("id")): self._judge(call, context) for call in calls}
         waiting = [j.approval for j in plans.values() if j.approval is not None]
         if waiting:
@@ -416,11 +436,27 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
             read_approval_answer(interrupt(approval_request(waiting)), waiting)
         return plans, tool_input
 
+    def _refuse_batch(self, calls: list[dict[str, Any]], context: ExecutionContext) -> _Refused:
+        error = UsageError(
+            "a batch of tool calls with a missing or repeated id: each call needs its own id "
+            "so that it runs at most once; nothing of the batch was run"
+        )
+        messages = []
+        for call in calls:
+            audit_rejection = getattr(self.pep, "audit_rejection", None)
+            if callable(audit_rejection):
+                audit_rejection(str(call.get("name")), context, error)
+            text = f"Rejected before policy evaluation: {error}. Call the tools again."
+            messages.append(self._refusal_message(call, text, None))
+        return _Refused(messages)
+
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Judge the pending calls, ask for approvals once, then run the allowed ones."""
         plans, tool_input = self._prepare(input, config)
         if tool_input is None:
             return {self.messages_key: []}
+        if isinstance(tool_input, _Refused):
+            return {self.messages_key: tool_input.messages}
         token = _PLANS.set(plans)
         try:
             return self.tool_node.invoke(tool_input, config)
@@ -432,6 +468,8 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         plans, tool_input = self._prepare(input, config)
         if tool_input is None:
             return {self.messages_key: []}
+        if isinstance(tool_input, _Refused):
+            return {self.messages_key: tool_input.messages}
         token = _PLANS.set(plans)
         try:
             return await self.tool_node.ainvoke(tool_input, config)

@@ -78,8 +78,10 @@ def test_an_allowed_call_runs_once_and_is_audited(toolbox: Toolbox, policy: Poli
     ask = proposal(("read_file", {"path": "notes.txt"}))
     result = app.invoke({"messages": [HumanMessage("read it"), ask]}, thread())
     (answer,) = answers(result).values()
-    assert answer.status == "success" and answer.content == "content of notes.txt"
-    assert toolbox.ran("read_file") == [{"path": "notes.txt"}]
+    # What was judged is what runs: the tool gets the resolved absolute path.
+    judged = f"{toolbox.workspace}/notes.txt"
+    assert answer.status == "success" and answer.content == f"content of {judged}"
+    assert toolbox.runs == [("read_file", {"path": judged})]
     assert policy.audit.results == ["ALLOW"]
 
 
