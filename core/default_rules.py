@@ -14,15 +14,23 @@ rule_id                            verdict
 ``jevqueue.paths.git``             DENY for writes into ``.git`` (hooks and config there run
                                    code on the next git command; use git itself instead).
 ``jevqueue.paths.ci``              ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for writes to
-                                   CI and automation config (``.github/workflows/``,
-                                   ``.gitlab-ci.yml``, ``.circleci/``, ``Jenkinsfile``,
-                                   ``.husky/``, ``.pre-commit-config.yaml``,
-                                   ``.devcontainer/``, ``.vscode/`` ...): code there runs
-                                   later with other people's credentials.
+                                   files that run without anyone running the project, or
+                                   configure what does: the CI definitions of GitHub,
+                                   GitLab, Gitea, Forgejo, CircleCI, Azure, Bitbucket,
+                                   Buildkite, Drone, Cirrus, Semaphore, Tekton, AWS
+                                   CodeBuild, Jenkins (and Travis, AppVeyor, Woodpecker,
+                                   Cloud Build); git hooks wherever git can be pointed
+                                   (``.githooks/``, ``.gitmodules``, ``.gitattributes``);
+                                   husky, lefthook and pre-commit; ``site-packages/*.pth``,
+                                   ``sitecustomize.py``, ``usercustomize.py``; ``.envrc``;
+                                   dev containers; ``.vscode/``, ``.idea/``, ``.zed/``.
 ``jevqueue.paths.secrets``         ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for reading
                                    or writing secret stores (``.env*`` except templates such
-                                   as ``.env.example``, ``*.pem``, ``*.key``, ``id_rsa``,
-                                   ``.ssh/``, ``.aws/``, ``.netrc``, ``.npmrc`` ...).
+                                   as ``.env.example``, ``*.pem``, ``*.key``, keystores,
+                                   ``id_rsa``, ``*.tfvars``, ``*.tfstate``, ``.vault-token``,
+                                   cloud credential files, ``.htpasswd``, ``.netrc``,
+                                   ``.pgpass``, kubeconfig, ``.ssh/``, ``.aws/``,
+                                   ``.config/gcloud/`` ...).
 ``jevqueue.content.credentials``   DENY when the tool's content carries a credential (cloud
                                    keys, private key blocks, common API token formats).
 ``jevqueue.paths.spelling``        DENY a path or working directory spelt so that tools
@@ -207,8 +215,37 @@ class GitInternalsRule:
         )
 
 
+# Directories whose files run later without anyone running the project, or configure
+# what does: hooks, hook managers, CI systems, dev containers, editors' tasks on open.
 _CI_DIRECTORIES = frozenset(
-    {".circleci", ".buildkite", ".husky", ".devcontainer", ".vscode", ".woodpecker", ".gitlab"}
+    {
+        ".circleci",  # CircleCI
+        ".buildkite",  # Buildkite
+        ".semaphore",  # Semaphore
+        ".tekton",  # Tekton
+        ".azure-pipelines",  # Azure Pipelines
+        ".gitlab",  # GitLab (CI templates and includes)
+        ".woodpecker",  # Woodpecker
+        ".husky",  # husky git hooks
+        ".githooks",  # the usual core.hooksPath
+        ".lefthook",  # lefthook scripts
+        ".devcontainer",  # dev containers (postCreateCommand runs on open)
+        ".vscode",  # tasks.json runOn folderOpen, settings that name executables
+        ".idea",  # JetBrains run configurations and startup tasks
+        ".zed",  # Zed tasks
+        ".fleet",  # Fleet run configurations
+    }
+)
+# Directory pairs: CI definitions of forges that share the layout.
+_CI_PAIRS = frozenset(
+    {
+        (".github", "workflows"),
+        (".github", "actions"),
+        (".gitea", "workflows"),
+        (".gitea", "actions"),
+        (".forgejo", "workflows"),
+        (".forgejo", "actions"),
+    }
 )
 _CI_FILES = frozenset(
     {
@@ -216,16 +253,43 @@ _CI_FILES = frozenset(
         ".gitlab-ci.yaml",
         ".travis.yml",
         ".drone.yml",
+        ".drone.yaml",
+        ".drone.star",
         "jenkinsfile",
         "azure-pipelines.yml",
         "azure-pipelines.yaml",
         "bitbucket-pipelines.yml",
+        "bitbucket-pipelines.yaml",
         ".appveyor.yml",
         "appveyor.yml",
         ".woodpecker.yml",
-        ".pre-commit-config.yaml",
+        ".woodpecker.yaml",
+        ".cirrus.yml",
+        ".cirrus.yaml",
+        ".cirrus.star",
+        "buildspec.yml",  # AWS CodeBuild
+        "buildspec.yaml",
         "cloudbuild.yaml",
         "cloudbuild.yml",
+        "codemagic.yaml",
+        ".pre-commit-config.yaml",
+        ".pre-commit-config.yml",
+        ".pre-commit-hooks.yaml",
+        "lefthook.yml",
+        "lefthook.yaml",
+        ".lefthook.yml",
+        ".lefthook.yaml",
+        "lefthook-local.yml",
+        ".lefthook-local.yml",
+        ".huskyrc",
+        ".huskyrc.json",
+        ".huskyrc.js",
+        ".gitmodules",  # submodule URLs and update = !command
+        ".gitattributes",  # filter and diff drivers run configured commands
+        ".envrc",  # direnv runs it on cd
+        ".devcontainer.json",
+        "sitecustomize.py",  # imported by every Python start-up
+        "usercustomize.py",
     }
 )
 
@@ -271,18 +335,20 @@ def _fields_where(
 
 
 def _is_ci(parts: tuple[str, ...]) -> bool:
-    if parts[-1] in _CI_FILES:
+    name = parts[-1]
+    if name in _CI_FILES or name.startswith("jenkinsfile"):
         return True
+    if name.endswith(".pth") and any(
+        part in ("site-packages", "dist-packages") for part in parts[:-1]
+    ):
+        return True  # a .pth file's import lines run at every Python start-up
     if len(parts) == 1:
         return False
     directories = parts[:-1]
     if not _CI_DIRECTORIES.isdisjoint(directories):
         return True
     for index in range(len(directories) - 1):
-        if directories[index] == ".github" and directories[index + 1] in {
-            "workflows",
-            "actions",
-        }:
+        if (directories[index], directories[index + 1]) in _CI_PAIRS:
             return True
     return False
 
@@ -311,20 +377,40 @@ class CIConfigRule:
         )
 
 
-_SECRET_DIRECTORIES = frozenset({".ssh", ".aws", ".gnupg", ".kube", ".docker"})
+_SECRET_DIRECTORIES = frozenset({".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure"})
 _SECRET_NAME = re.compile(
     r"\.env(?!\.(?:example|sample|template|dist|defaults)$).*"
     r"|(?:id_rsa|id_dsa|id_ecdsa|id_ed25519)(?!.*\.pub$).*"
-    r"|.*\.(?:pem|key|p12|pfx|jks|keystore|ppk|tfstate)"
-    r"|\.netrc|_netrc|\.npmrc|\.pypirc|\.git-credentials|\.pgpass"
-    r"|credentials|credentials\.json|service-account\.json",
+    r"|.*\.(?:pem|key|p12|pfx|jks|keystore|ppk|tfstate|tfstate\.backup|tfvars|tfvars\.json"
+    r"|pkcs12|p8|kdbx|keychain|gpg)"
+    r"|\.netrc|_netrc|\.npmrc|\.pypirc|\.git-credentials|\.pgpass|\.htpasswd|\.vault-token"
+    r"|\.s3cfg|\.boto|\.dockercfg|kubeconfig|.*\.kubeconfig"
+    r"|credentials|credentials\.json|service-account\.json|application_default_credentials\.json",
     re.DOTALL,
 )
 
 
 # What a name must start or end with, or be, for _SECRET_NAME to match it at all.
 _SECRET_STARTS = (".env", "id_")
-_SECRET_ENDS = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".ppk", ".tfstate")
+_SECRET_ENDS = (
+    ".pem",
+    ".key",
+    ".p12",
+    ".pfx",
+    ".jks",
+    ".keystore",
+    ".ppk",
+    ".tfstate",
+    ".tfstate.backup",
+    ".tfvars",
+    ".tfvars.json",
+    ".pkcs12",
+    ".p8",
+    ".kdbx",
+    ".keychain",
+    ".gpg",
+    ".kubeconfig",
+)
 _SECRET_NAMES = frozenset(
     {
         ".netrc",
@@ -333,9 +419,16 @@ _SECRET_NAMES = frozenset(
         ".pypirc",
         ".git-credentials",
         ".pgpass",
+        ".htpasswd",
+        ".vault-token",
+        ".s3cfg",
+        ".boto",
+        ".dockercfg",
+        "kubeconfig",
         "credentials",
         "credentials.json",
         "service-account.json",
+        "application_default_credentials.json",
     }
 )
 
@@ -348,7 +441,12 @@ def _is_secret(parts: tuple[str, ...]) -> bool:
         return True
     if len(parts) >= 2 and parts[-2] == ".git" and parts[-1] == "config":
         return True  # remote URLs there often carry tokens
-    return len(parts) > 1 and not _SECRET_DIRECTORIES.isdisjoint(parts[:-1])
+    if len(parts) > 1 and not _SECRET_DIRECTORIES.isdisjoint(parts[:-1]):
+        return True
+    for index in range(len(parts) - 2):
+        if parts[index] == ".config" and parts[index + 1] in ("gcloud", "gh", "hub"):
+            return True  # gcloud credentials, GitHub CLI tokens
+    return False
 
 
 class SecretFileRule:

@@ -80,6 +80,9 @@ _SIDE_EFFECT = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 _RULE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}")
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)[+*{]")
 _DEFAULT_DENY_REASON = "the policy file allows only what its allow rules list"
+# Values of every shape an argument can take: a pattern that matches all of them (and "")
+# matches any value.
+_PROBES = ("x", "@", "a@b.example", "first\nsecond", " ", "\u00fc\u00df", "0" * 300, "$(x)|;")
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
@@ -466,7 +469,12 @@ class PolicyFileCompiler:
             return None
         exact: set[str] = set()
         globs: list[re.Pattern[str]] = []
+        # Labels an agent's integrator writes in any case ("PROD", "Prod-eu") must not slip
+        # past a rule for "prod*": actors and environments match regardless of case.
+        fold = key in ("actors", "environments")
         for position, value in enumerate(values):
+            if fold:
+                value = value.casefold()
             if not is_glob(value):
                 if value != value.strip() or not value:
                     self.error(
@@ -485,7 +493,7 @@ class PolicyFileCompiler:
             compiled = self._glob((*here, position), value, label, key, compile_name_glob)
             if compiled is not None:
                 globs.append(compiled)
-        return NameMatcher(frozenset(exact), tuple(globs))
+        return NameMatcher(frozenset(exact), tuple(globs), fold=fold)
 
     def _paths(
         self, index: int, raw: Mapping[str, Any], label: str, *, objecting: bool
@@ -573,7 +581,12 @@ class PolicyFileCompiler:
                 f"{label}: the pattern for {what} repeats a group that itself repeats "
                 "(like '(a+)+'); on a crafted argument it can take exponential time",
             )
-        if compiled.search("") is not None:
+        if compiled.search("") is not None and all(
+            compiled.search(probe) is not None for probe in _PROBES
+        ):
+            # Matching "" alone proves nothing for an anchored pattern such as '^[^@]*$';
+            # one that also finds a match in each of these very different values would
+            # match anything.
             self.warn(
                 path,
                 f"{label}: the pattern for {what} matches the empty string, so it matches "

@@ -42,6 +42,19 @@ def check(files: tuple[str, ...], quiet: bool) -> None:
         raise SystemExit(1)
 
 
+@policy.command(name="list")
+def list_policies() -> None:
+    """List the policy files jevqueue ships, with their paths and what each does."""
+    from jevqueue.policy_file import check_policy_file
+    from jevqueue.shipped_policies import shipped_policy_names, shipped_policy_path
+
+    for name in shipped_policy_names():
+        path = shipped_policy_path(name)
+        report = check_policy_file(path)
+        click.echo(f"{name}: {report.summary()}")
+        click.echo(f"  {path}")
+
+
 def _json_object(value: str, option: str) -> dict[str, Any]:
     try:
         parsed = json.loads(value)
