@@ -169,3 +169,69 @@ def test_the_vocabulary_covers_non_coding_assistants() -> None:
         "network",
     } <= known_side_effects()
     assert issubclass(ConfigurationError, JevError)
+
+
+def test_policy_explain_judges_the_users_own_tools(tmp_path: Path, sandbox: Sandbox) -> None:
+    import json
+
+    from click.testing import CliRunner
+    from jevqueue.cli import main
+
+    tools = tmp_path / "tools.toml"
+    tools.write_text(
+        '[[tool]]\nname = "save_note"\nside_effects = ["file_write"]\npath_fields = ["path"]\n'
+        '\n[[tool]]\nname = "deploy"\nside_effects = ["shell_comand"]\n',
+        "utf-8",
+    )
+    context = json.dumps(sandbox.context())
+    runner = CliRunner()
+    broken = runner.invoke(
+        main,
+        [
+            "policy",
+            "explain",
+            "--tools",
+            str(tools),
+            "--tool",
+            "save_note",
+            "--args",
+            "{}",
+            "--context",
+            context,
+        ],
+    )
+    assert broken.exit_code == 1 and "did you mean 'shell_command'" in broken.output.lower()
+    tools.write_text(tools.read_text().replace("shell_comand", "shell_command"), "utf-8")
+    result = runner.invoke(
+        main,
+        [
+            "policy",
+            "explain",
+            "--tools",
+            str(tools),
+            "--tool",
+            "save_note",
+            "--args",
+            json.dumps({"path": ".git/hooks/pre-commit"}),
+            "--context",
+            context,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "verdict:   DENY" in result.output and "jevqueue.paths.git" in result.output
+    unknown = runner.invoke(
+        main,
+        [
+            "policy",
+            "explain",
+            "--tools",
+            str(tools),
+            "--tool",
+            "write_to_file",
+            "--args",
+            "{}",
+            "--context",
+            context,
+        ],
+    )
+    assert unknown.exit_code == 1 and "not registered" in unknown.output
