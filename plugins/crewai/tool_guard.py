@@ -133,6 +133,7 @@ class ToolGuard:
         self.approvals: ApprovalCallback = approvals if approvals is not None else ConsoleApproval()
         self.turn = turn if turn is not None else TurnScope()
         self.outcomes: deque[GuardOutcome] = deque(maxlen=history)
+        self.hooks_installed = False  # set by GovernedToolHooks.install(): every tool judged
         self._lock = threading.Lock()
 
     @property

@@ -111,6 +111,7 @@ class GovernedToolHooks:
             register_before_tool_call_hook(self.before)
             register_after_tool_call_hook(self.after)
             self._installed = True
+            self.guard.hooks_installed = True
         return self
 
     def uninstall(self) -> None:
@@ -121,6 +122,7 @@ class GovernedToolHooks:
             unregister_before_tool_call_hook(self.before)
             unregister_after_tool_call_hook(self.after)
             self._installed = False
+            self.guard.hooks_installed = False
 
     @contextmanager
     def installed(self, *, scoped: bool = False) -> Iterator[GovernedToolHooks]:
@@ -135,7 +137,11 @@ class GovernedToolHooks:
             with scoped_hooks():
                 register_scoped(InterceptionPoint.PRE_TOOL_CALL, self.before)
                 register_scoped(InterceptionPoint.POST_TOOL_CALL, self.after)
-                yield self
+                previous, self.guard.hooks_installed = self.guard.hooks_installed, True
+                try:
+                    yield self
+                finally:
+                    self.guard.hooks_installed = previous
             return
         self.install()
         try:
