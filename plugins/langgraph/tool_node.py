@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -142,6 +143,26 @@ class _Refused:
     messages: list[Any]
 
 
+class _RanCalls:
+    """The answers of calls that ran, by replay key; bounded, thread-safe."""
+
+    _LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[str, ...], Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, ...]) -> Any:
+        with self._lock:
+            return self._answers.get(key)
+
+    def remember(self, key: tuple[str, ...], answer: Any) -> None:
+        with self._lock:
+            if len(self._answers) >= self._LIMIT:
+                self._answers.pop(next(iter(self._answers)))
+            self._answers[key] = answer
+
+
 def _as_judged(request: ToolCallRequest, judgement: _Judgement) -> ToolCallRequest:
     """The request with exactly the judged arguments, paths resolved as judged."""
     action = judgement.action
@@ -174,8 +195,10 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
     Build it with :func:`policy_tool_node`. ``node.tool_node`` is the inner LangGraph
     ``ToolNode``; ``node.wrap_tool_call`` / ``node.awrap_tool_call`` are its interceptors,
     which can also be given to a ``ToolNode`` of your own (then a call that needs an
-    approval interrupts inside the interceptor: run one call per task, as ``create_agent``
-    does, so a resume re-runs only that call).
+    approval interrupts inside the interceptor, and the resume re-runs the batch: each call
+    that already ran is answered from memory instead of running again, within this
+    process; across processes, run one call per task, as ``create_agent`` does). A batch
+    with a missing or repeated call id is refused whole.
 
     Attributes:
         pep: The policy enforcement point.
@@ -227,6 +250,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
                 "(or a registry that holds them); an undeclared tool can never run"
             )
         self.name = name
+        self._ran = _RanCalls()
 
     # --- context ---------------------------------------------------------------------
 
@@ -368,19 +392,56 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
 
     def wrap_tool_call(self, request: ToolCallRequest, execute: Any) -> Any:
         """Judge the call, then run it through ``execute`` only if the policy allows."""
+        standalone = _PLANS.get() is None
         judgement = self._judgement_for(request)
         refusal = self._settle(judgement)
         if refusal is not None:
             return self._refusal_message(request.tool_call, refusal, judgement)
-        return execute(_as_judged(request, judgement))
+        key = self._replay_key(request, judgement) if standalone else None
+        if key is not None:
+            done = self._ran.get(key)
+            if done is not None:
+                return done
+        result = execute(_as_judged(request, judgement))
+        if key is not None:
+            self._ran.remember(key, result)
+        return result
 
     async def awrap_tool_call(self, request: ToolCallRequest, execute: Any) -> Any:
         """The async form of :meth:`wrap_tool_call`."""
+        standalone = _PLANS.get() is None
         judgement = self._judgement_for(request)
         refusal = self._settle(judgement)
         if refusal is not None:
             return self._refusal_message(request.tool_call, refusal, judgement)
-        return await execute(_as_judged(request, judgement))
+        key = self._replay_key(request, judgement) if standalone else None
+        if key is not None:
+            done = self._ran.get(key)
+            if done is not None:
+                return done
+        result = await execute(_as_judged(request, judgement))
+        if key is not None:
+            self._ran.remember(key, result)
+        return result
+
+    @staticmethod
+    def _replay_key(request: ToolCallRequest, judgement: _Judgement) -> tuple[str, ...] | None:
+        """Identify a call within a thread's run, for interceptors in a ToolNode of your own.
+
+        Such a ToolNode runs the whole batch in one task: a resume after an approval
+        interrupt re-runs the calls before the interrupted one. Each call that ran is
+        remembered by thread, namespace, call id and digest, and answered from memory
+        when the batch comes round again, so it runs at most once (in this process).
+        """
+        runtime = getattr(request, "runtime", None)
+        config = getattr(runtime, "config", None) or {}
+        configurable = config.get("configurable") or {}
+        thread = configurable.get("thread_id")
+        action = judgement.action
+        if thread is None or action is None:
+            return None  # no checkpointer, so no interrupt and no resume
+        namespace = str(configurable.get("checkpoint_ns", ""))
+        return (str(thread), namespace, judgement.call_id, action.digest)
 
     # --- the node ------------------------------------------------------------------------
 
