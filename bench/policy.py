@@ -10,8 +10,9 @@ an agent host calls it:
 and, beside them, a realistic ``write_to_file`` of 20 KB of code (outside the targets:
 content size is what canonical encoding and the credential scan pay for),
 
-each without a durable audit log (jevqueue: ``audit_logger=None``; archmage refuses every
-side effect without a logger, so it gets one that discards events) and with the durable
+each without a durable audit log (both get a sink that discards events: neither library
+allows a side effect unaudited, and jevqueue's ``audit_logger=None`` means its embedded
+SQLite log) and with the durable
 default (jevqueue: ``SQLiteAuditLog`` in WAL mode; archmage: ``JsonlAuditLogger``, which
 fsyncs every line), both in a temporary directory. CPU time per call is
 ``time.process_time_ns`` around each call; the same loop (its source is shipped to the
@@ -192,6 +193,13 @@ def throughput(calls, count):
     return {"wall": count / (wall / 1e9), "cpu": count / (cpu / 1e9)}
 '''
 
+class _Discarding:
+    """An audit sink that drops every record (the chain is still computed)."""
+
+    def append(self, event: Any) -> None:
+        pass
+
+
 ARCHMAGE_SOURCE = """
 import json, os, sys, tempfile
 from archmage import JsonlAuditLogger, PolicyEnforcementPoint, create_default_policy_decision_point
@@ -320,7 +328,7 @@ def jevqueue_side(iterations: int, warmup: int, count: int, directory: Path) -> 
 
     results: dict[str, Any] = {}
     for audit in ("none", "durable"):
-        logger = None if audit == "none" else SQLiteAuditLog(directory / "audit.sqlite3")
+        logger = _Discarding() if audit == "none" else SQLiteAuditLog(directory / "audit.sqlite3")
         gate = GenericAdapter(
             PolicyEnforcementPoint(create_default_policy_decision_point(), audit_logger=logger)
         )
