@@ -191,6 +191,12 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
             below = _resolve_below(workspace_root, value)
             if below is not None:
                 return below
+        try:
+            return os.path.realpath(joined, strict=True)
+        except FileNotFoundError:
+            pass  # a component does not exist (yet): resolve the rest as written, checked
+        except (OSError, ValueError) as error:
+            raise UnresolvablePathError(_why(error)) from None
         resolved = os.path.realpath(joined)
         _check_resolved(resolved)
         return resolved

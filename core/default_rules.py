@@ -796,6 +796,24 @@ _ODD_SPELLINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _ANY_ODD = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in _ODD_SPELLINGS))
 
 
+# A path as written -> the odd spellings it holds ("" for none): a pure function of the
+# text, remembered for the paths an agent writes again and again.
+_SPELLINGS: dict[str, str] = {}
+
+
+def _odd_spellings(raw: str) -> str:
+    kinds = (
+        ""
+        if _ANY_ODD.search(raw) is None
+        else ", ".join(kind for kind, pattern in _ODD_SPELLINGS if pattern.search(raw))
+    )
+    if len(raw) <= _PATH_KEY_LIMIT:
+        if len(_SPELLINGS) >= _PATHS_LIMIT:
+            _SPELLINGS.clear()
+        _SPELLINGS[raw] = kinds
+    return kinds
+
+
 class PathSpellingRule:
     """DENY a path spelt so that different tools would read different files.
 
@@ -814,9 +832,13 @@ class PathSpellingRule:
         reasons: list[str] | None = None
         for field in fields:
             raw = arguments.get(field)
-            if type(raw) is not str or _ANY_ODD.search(raw) is None:
+            if type(raw) is not str:
                 continue
-            kinds = ", ".join(kind for kind, pattern in _ODD_SPELLINGS if pattern.search(raw))
+            kinds = _SPELLINGS.get(raw)
+            if kinds is None:
+                kinds = _odd_spellings(raw)
+            if not kinds:
+                continue
             reason = (
                 f"{field} holds {kinds}, which different tools read as different files: "
                 "write a plain path inside the workspace (or declare the tool with "
@@ -843,7 +865,11 @@ class HardLinkRule:
         if FILE_WRITE not in action.side_effects or not action.targets:
             return None
         hits: list[str] | None = None
-        for field, target in zip(action.target_fields, action.targets, strict=True):
+        for field, target, below in zip(
+            action.target_fields, action.targets, action.relative_targets, strict=True
+        ):
+            if below is None:
+                continue  # outside the workspace: containment denies it anyway
             try:
                 found = os.lstat(target)
             except FileNotFoundError:

@@ -155,13 +155,21 @@ def link_tree(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_relative_targets_resolve_exactly_as_realpath(link_tree: str, segments: list[str]) -> None:
     relative = "/".join(segments)
     assume(relative and relative[0] != "/")  # relative (an empty one is refused earlier)
-    expected = os.path.realpath(f"{link_tree}/{relative}")
-    try:
-        os.path.realpath(expected, strict=True)
-    except FileNotFoundError:
-        pass  # does not exist (yet): resolved as realpath resolves it
-    except OSError:
-        # realpath gave up (a loop, a file used as a directory): refused, never guessed
+    joined = f"{link_tree}/{relative}"
+    expected = os.path.realpath(joined)
+
+    def fails(path: str) -> bool:
+        try:
+            os.path.realpath(path, strict=True)
+        except FileNotFoundError:
+            return False  # does not exist (yet): nothing below it exists either
+        except OSError:
+            return True
+        return False
+
+    # realpath gives up silently on a loop or a file used as a directory; then its answer
+    # fails strictly, or is no fixed point (a link left unresolved): refused, never guessed.
+    if fails(joined) or fails(expected) or os.path.realpath(expected) != expected:
         with pytest.raises(UnresolvablePathError):
             resolve_path(relative, link_tree, on_disk=True)
         return
