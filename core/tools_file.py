@@ -163,4 +163,7 @@ def _spec(file: str, lines: TomlLineIndex, index: int, table: Mapping[str, Any])
             paths_as_written=table.get("paths_as_written", False),
         )
     except ConfigurationError as error:
-        raise fail(None, str(error)) from None
+        message = str(error)
+        if "unknown side effect" in message:
+            raise fail("side_effects", message) from None  # the line of the typo
+        raise fail(None, message) from None

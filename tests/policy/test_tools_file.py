@@ -106,3 +106,13 @@ def test_missing_file_and_wrong_argument_type(tmp_path: Path) -> None:
         load_tools_file(tmp_path / "absent.toml")
     with pytest.raises(ToolsFileError, match="is a path"):
         load_tools_file(["tools.toml"])  # type: ignore[arg-type]
+
+
+def test_an_unknown_side_effect_names_its_line_and_the_nearest_name(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, '[[tool]]\nname = "w"\npath_fields = ["p"]\nside_effects = ["file_wirte"]\n'
+    )
+    with pytest.raises(ToolsFileError) as raised:
+        load_tools_file(path)
+    assert raised.value.line == 4
+    assert "did you mean 'file_write'" in str(raised.value).lower()
