@@ -53,9 +53,11 @@ if TYPE_CHECKING:  # pragma: no cover
         ToolRegistry,
         ToolSpec,
         antigravity_registry,
+        declare_side_effect,
         generic_registry,
     )
     from jevqueue.rule import FunctionRule, Rule
+    from jevqueue.shipped_policies import shipped_policy_path
     from jevqueue.thresholds import Thresholds
     from jevqueue.tools_file import load_tools_file
     from jevqueue.verdict import Verdict, VerdictKind
@@ -85,6 +87,8 @@ _EXPORTS: dict[str, str] = {
     "load_tools_file": "jevqueue.tools_file",
     "generic_registry": "jevqueue.registry",
     "antigravity_registry": "jevqueue.registry",
+    "declare_side_effect": "jevqueue.registry",
+    "shipped_policy_path": "jevqueue.shipped_policies",
     "Rule": "jevqueue.rule",
     "FunctionRule": "jevqueue.rule",
     "PolicyDecisionPoint": "jevqueue.pdp",
@@ -143,9 +147,11 @@ __all__ = [
     "antigravity_registry",
     "canonical_json",
     "create_default_policy_decision_point",
+    "declare_side_effect",
     "default_rules",
     "generic_registry",
     "load_tools_file",
+    "shipped_policy_path",
 ]
 
 
