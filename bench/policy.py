@@ -161,7 +161,7 @@ class AuditCollector:
 
 
 class DiscardingLogger:
-    """For archmage-ai's "no audit": it refuses every side effect without a logger."""
+    """The "no audit" sink of both libraries: neither allows a side effect unaudited."""
 
     def log(self, event: Any) -> None:
         pass
@@ -278,7 +278,7 @@ class Contestants:
         default_log = SQLiteAuditLog(directory / "default.sqlite3")
         self.default_durability = default_log.durability
         self.logs += [process_log, machine_log, default_log]
-        self.add("jevqueue", jevqueue(None))
+        self.add("jevqueue", jevqueue(DiscardingLogger()))
         self.add("jevqueue + collector", jevqueue(collector))
         self.add("jevqueue + SQLite process-durable", jevqueue(process_log))
         self.add("jevqueue + SQLite machine-durable", jevqueue(machine_log), slow=True)
@@ -430,7 +430,10 @@ def policy_file_rounds(
     calls = {
         label: adapter_caller(
             GenericAdapter(
-                PolicyEnforcementPoint(create_default_policy_decision_point(policy_files=files))
+                PolicyEnforcementPoint(
+                    create_default_policy_decision_point(policy_files=files),
+                    audit_logger=DiscardingLogger(),
+                )
             ),
             context,
         )(tool, arguments)
@@ -579,7 +582,11 @@ def profile_jevqueue(count: int) -> None:
     with tempfile.TemporaryDirectory(prefix="jevqueue-bench-") as temp:
         workspace = make_workspace(Path(temp))
         context = context_for(workspace)
-        gate = GenericAdapter(PolicyEnforcementPoint(create_default_policy_decision_point()))
+        gate = GenericAdapter(
+            PolicyEnforcementPoint(
+                create_default_policy_decision_point(), audit_logger=DiscardingLogger()
+            )
+        )
         for name, (tool, arguments, _) in cases_for(workspace).items():
 
             def loop() -> None:

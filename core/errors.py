@@ -1,4 +1,4 @@
-"""Every error jevqueue raises, under one root.
+r"""Every error jevqueue raises, under one root.
 
 ::
 
@@ -35,6 +35,11 @@
         └── TurnInterruptedError       the host was interrupted before any effect
 
 Every message says what was wrong and what to do about it.
+
+For code migrating from archmage-ai: every ``UsageError`` is also a :class:`ValueError`
+(``UnsupportedTypeError`` and ``NonStringKeyError`` also a :class:`TypeError`), and the
+refusals ``PolicyDeniedError``, ``UnfulfilledObligationError`` and
+``ApprovalRequiredError`` are also :class:`PermissionError`\ s.
 """
 
 from __future__ import annotations
@@ -86,8 +91,12 @@ class JevError(Exception):
 # --- misuse -----------------------------------------------------------------
 
 
-class UsageError(JevError):
-    """Bad configuration or bad input: the caller must change something."""
+class UsageError(JevError, ValueError):
+    """Bad configuration or bad input: the caller must change something.
+
+    Also a :class:`ValueError` (and, for values of the wrong type, a :class:`TypeError`),
+    so code written for archmage-ai's errors keeps catching it.
+    """
 
 
 class ConfigurationError(UsageError):
@@ -118,7 +127,7 @@ class NonCanonicalArgumentsError(UsageError):
         self.path = path
 
 
-class UnsupportedTypeError(NonCanonicalArgumentsError):
+class UnsupportedTypeError(NonCanonicalArgumentsError, TypeError):
     """Bytes, sets, tuples or custom objects where only JSON values may stand."""
 
 
@@ -130,7 +139,7 @@ class IntegerOutOfRangeError(NonCanonicalArgumentsError):
     """An integer outside ±(2**53 - 1): RFC 8785 numbers are IEEE-754 doubles."""
 
 
-class NonStringKeyError(NonCanonicalArgumentsError):
+class NonStringKeyError(NonCanonicalArgumentsError, TypeError):
     """A mapping key that is not a string."""
 
 
@@ -266,10 +275,19 @@ class ControlSignal(JevError):
     """The flow stops here on purpose; catching it is normal."""
 
 
-class _VerdictSignal(ControlSignal):
+class _VerdictSignal(ControlSignal, PermissionError):
+    """A refusal: also a :class:`PermissionError`, as archmage-ai's denials are."""
+
     def __init__(self, message: str, verdict: Verdict | Any) -> None:
         super().__init__(message)
         self.verdict = verdict
+
+    def __str__(self) -> str:
+        # OSError's own __str__ would format errno and filename; ours have neither.
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.verdict))
 
 
 class PolicyDeniedError(_VerdictSignal):

@@ -39,9 +39,12 @@ class GenericAdapter:
     def __init__(
         self, pep: PolicyEnforcementPoint, *, registry: ToolRegistry | None = None
     ) -> None:
-        if not callable(getattr(pep, "enforce", None)):
+        if not isinstance(pep, PolicyEnforcementPoint):
+            # Not merely "has enforce()": refusals are audited through the PEP's
+            # audit_rejection, and a look-alike without it would fail on bad input.
             raise ConfigurationError(
-                f"pep must be a PolicyEnforcementPoint, not {type(pep).__name__}"
+                f"pep must be a jevqueue PolicyEnforcementPoint, not {type(pep).__name__}: "
+                "build one with PolicyEnforcementPoint(create_default_policy_decision_point())"
             )
         if registry is not None and not isinstance(registry, ToolRegistry):
             raise ConfigurationError(

@@ -22,7 +22,7 @@ __all__ = ["CLOCK_SKEW", "DEFAULT_FRESHNESS", "EXPLICIT_APPROVAL", "check_approv
 EXPLICIT_APPROVAL = "explicit_approval"
 """The obligation an approval record fulfils."""
 
-DEFAULT_FRESHNESS = timedelta(minutes=10)
+DEFAULT_FRESHNESS = timedelta(seconds=300)
 """How long after ``issued_at`` an approval may still be used."""
 
 CLOCK_SKEW = timedelta(seconds=30)

@@ -13,6 +13,8 @@ denies the call.
   hash chain (the PEP wraps whatever ``audit_logger`` it is given in one).
 * :class:`PostgresAuditLog` — one chain for a fleet of workers on many hosts, in
   PostgreSQL (the ``postgres`` extra), with the same records and hashes as SQLite.
+* :func:`default_audit_log_path` — where a PEP given no ``audit_logger`` records its
+  decisions (an SQLite log in the state directory): no decision goes unaudited.
 * :func:`verify_audit_log` (and ``jevqueue audit verify PATH|URL``) — says which record was
   edited, deleted, reordered or cut off.
 * :func:`export_audit_log` (and ``jevqueue audit export``) — a verifiable JSONL copy.
@@ -28,6 +30,7 @@ from jevqueue._lazy import lazy_getattr
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.audit._chain import AuditChain
+    from jevqueue.audit._default_log import default_audit_log_path
     from jevqueue.audit._export import export_audit_log
     from jevqueue.audit._jsonl_log import JsonlAuditLog
     from jevqueue.audit._postgres_log import PostgresAuditLog
@@ -49,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "VerificationReport": "jevqueue.audit._verify",
     "decision_event": "jevqueue.audit._record",
     "export_audit_log": "jevqueue.audit._export",
+    "default_audit_log_path": "jevqueue.audit._default_log",
     "verify_audit_log": "jevqueue.audit._verify",
 }
 
@@ -64,6 +68,7 @@ __all__ = [
     "SQLiteAuditLog",
     "VerificationReport",
     "decision_event",
+    "default_audit_log_path",
     "export_audit_log",
     "verify_audit_log",
 ]

@@ -39,17 +39,43 @@ class AuditChain:
 
     Appends are serialized by a lock, so records from several threads form one chain.
 
+    With ``signing_key`` (an Ed25519 private key, its PEM or raw bytes, or the path of a
+    key file ``jevqueue approve keygen`` wrote), every record is followed by a signed
+    checkpoint of the new head in ``<log>.checkpoint``; ``jevqueue audit verify --key
+    PUBLIC`` then detects a rewrite of the chain by anyone without the key. One writing
+    process per signed log.
+
     Args:
         sink: where records go.
         prev_hash: for an in-memory chain, the hash to continue from.
+        signing_key: sign a checkpoint of the head after every record (needs a
+            :class:`~jevqueue.audit.SQLiteAuditLog` or :class:`~jevqueue.audit.JsonlAuditLog`).
 
     Raises:
-        ConfigurationError: ``sink`` has neither ``append`` nor ``log``.
+        ConfigurationError: ``sink`` has neither ``append`` nor ``log``, or a signing key
+            is given for a sink without a file, or is not an Ed25519 private key.
     """
 
-    def __init__(self, sink: Any, *, prev_hash: str = GENESIS_HASH) -> None:
+    def __init__(
+        self, sink: Any, *, prev_hash: str = GENESIS_HASH, signing_key: Any = None
+    ) -> None:
         if isinstance(sink, AuditChain):
+            if signing_key is None:
+                signing_key = sink._signing_key
             sink = sink.sink
+        self._signing_key: Any = None
+        self._checkpoint_file: Any = None
+        if signing_key is not None:
+            from jevqueue.audit._checkpoint import checked_signing_key, checkpoint_path
+
+            path = getattr(sink, "path", None)
+            if not isinstance(sink, ChainedAuditLog) or path is None:
+                raise ConfigurationError(
+                    "a signing key needs a log file to sign the head of: pass an "
+                    f"SQLiteAuditLog or JsonlAuditLog, not {type(sink).__name__}"
+                )
+            self._signing_key = checked_signing_key(signing_key)
+            self._checkpoint_file = checkpoint_path(path)
         self.sink: Any = sink
         self._log: ChainedAuditLog | None = sink if isinstance(sink, ChainedAuditLog) else None
         self._write: Callable[[Any], object] | None = None
@@ -87,6 +113,8 @@ class AuditChain:
             record = self._write_to_log(self._log, event)
             with self._lock:
                 self._head = record.record_hash
+                if self._signing_key is not None:
+                    self._checkpoint(record.record_hash)
             return record
         with self._lock:
             record = AuditRecord.chained(event, self._head)
@@ -133,6 +161,7 @@ class AuditChain:
             return None
         append_decision: Callable[..., str] = getattr(log, "_append_decision")  # noqa: B009
         lock = self._lock
+        signing = self._signing_key is not None
 
         def append(*fields: Any) -> None:
             # No chain lock around the write: concurrent decisions share one commit.
@@ -147,6 +176,8 @@ class AuditChain:
                 ) from error
             with lock:
                 self._head = record_hash
+                if signing:
+                    self._checkpoint(record_hash)
 
         return append
 
@@ -272,6 +303,18 @@ class AuditChain:
                 self._head = record_hash
 
         return append
+
+    def _checkpoint(self, head: str) -> None:
+        """Sign the new head (under the chain's lock: one writer per signed log)."""
+        from jevqueue.audit._checkpoint import sign_checkpoint, write_checkpoint
+
+        try:
+            write_checkpoint(self._checkpoint_file, sign_checkpoint(self._signing_key, head))
+        except Exception as error:
+            raise AuditWriteError(
+                f"the signed checkpoint {str(self._checkpoint_file)!r} could not be written "
+                f"({type(error).__name__}: {error}); the call is denied"
+            ) from error
 
     @staticmethod
     def _write_to_log(log: ChainedAuditLog, event: Mapping[str, Any]) -> AuditRecord:

@@ -18,7 +18,10 @@ try:  # POSIX: appends from several processes are serialized by an advisory lock
 except ImportError:  # pragma: no cover - Windows: one writing process per file
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["JsonlAuditLog", "head_path"]
+__all__ = ["RECOVERY_RULE", "JsonlAuditLog", "head_path"]
+
+RECOVERY_RULE = "jevqueue.audit.recovery"
+"""The rule id of the record that says a torn last line was cut off when the log opened."""
 
 _TAIL_CHUNK = 8192
 
@@ -75,8 +78,10 @@ class JsonlAuditLog(ChainedAuditLog):
     process but not of the machine. The head anchor is never synced: after a machine crash
     it may lag the log, which verification reports as a note, not a failure.
 
-    A file whose last line is incomplete (a torn write) is refused for appending — the
-    log fails closed until someone inspects it with ``jevqueue audit verify``.
+    A file whose last line is incomplete (a torn write) is recovered when it is opened:
+    the torn bytes move to ``<path>.torn`` and the first record appended is one that says
+    so (rule ``jevqueue.audit.recovery``). A torn line that appears while the log is open
+    (another process failing half-way) is refused for appending until the log is reopened.
 
     Args:
         path: the ``.jsonl`` file; created (with its directory) if missing.
@@ -102,6 +107,76 @@ class JsonlAuditLog(ChainedAuditLog):
         # ((inode, size), last record_hash) as of this object's last write: when the file
         # is unchanged since, the tail need not be read again.
         self._known: tuple[tuple[int, int], str] = ((-1, -1), GENESIS_HASH)
+        self.recovered: int = 0
+        """Bytes of a torn last line this open cut off (kept in ``<path>.torn``)."""
+        self._recover_torn_tail()
+
+    def _recover_torn_tail(self) -> None:
+        """Cut off a torn last line, keep its bytes, and record the recovery in the log.
+
+        A write that failed half-way leaves a last line without its newline; appending
+        after it would glue the next record to it. The bytes go to ``<path>.torn`` and a
+        record (rule ``jevqueue.audit.recovery``) says how many were removed, so the
+        recovery is never silent.
+
+        Raises:
+            ConfigurationError: the file cannot be repaired.
+        """
+        fd = self._fd
+        assert fd is not None
+        torn = b""
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                size = os.fstat(fd).st_size
+                if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+                    return
+                start = size
+                while start > 0:
+                    start = max(0, start - _TAIL_CHUNK)
+                    chunk = os.pread(fd, size - start, start)
+                    cut = chunk.rfind(b"\n")
+                    if cut >= 0:
+                        start += cut + 1
+                        break
+                torn = os.pread(fd, size - start, start)
+                with open(f"{self.path}.torn", "ab") as kept:
+                    kept.write(torn + b"\n")
+                    kept.flush()
+                    os.fsync(kept.fileno())
+                os.ftruncate(fd, start)
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        except OSError as error:
+            raise ConfigurationError(
+                f"the audit log {str(self.path)!r} ends in a torn line that cannot be cut off "
+                f"({error}): inspect it with `jevqueue audit verify`"
+            ) from error
+        self.recovered = len(torn)
+        self.append(
+            {
+                "tool": "jevqueue.audit",
+                "result": "DENY",
+                "allowed": False,
+                "reasons": [
+                    f"recovered the log: a torn last line of {len(torn)} bytes (a write that "
+                    f"failed half-way) was cut off and kept in {self.path.name}.torn"
+                ],
+                "obligations": [],
+                "rule_ids": [RECOVERY_RULE],
+                "policy_revision": "",
+                "task_id": "",
+                "actor_id": "",
+                "environment": "local",
+                "workspace": "",
+                "git_sha": "",
+                "action_digest": "",
+            }
+        )
 
     def _tail_hash(self, fd: int, size: int) -> str:
         if size == 0:

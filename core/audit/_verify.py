@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from jevqueue.audit._jsonl_log import head_path, parse_line
 from jevqueue.audit._record import (
@@ -23,7 +23,15 @@ from jevqueue.errors import AuditIntegrityError, AuditReadError, ConfigurationEr
 __all__ = ["AuditProblem", "VerificationReport", "verify_audit_log"]
 
 ProblemKind = Literal[
-    "edited", "deleted", "reordered", "truncated", "inserted", "duplicated", "malformed"
+    "edited",
+    "deleted",
+    "reordered",
+    "truncated",
+    "inserted",
+    "duplicated",
+    "malformed",
+    "unanchored",
+    "unsigned",
 ]
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db", ".db3"}
@@ -41,7 +49,10 @@ class AuditProblem:
             ``inserted`` (records beyond the log's head anchor), ``duplicated`` (a decision
             id seen twice), ``malformed`` (a record that cannot be read, or a JSONL
             record with keys outside the record's fields or with a key given twice —
-            content its ``record_hash`` does not vouch for).
+            content its ``record_hash`` does not vouch for), ``unanchored`` (a non-empty
+            log whose head anchor is missing, empty or behind it: its end cannot be
+            vouched for), ``unsigned`` (checked with a key: no checkpoint, a checkpoint
+            the key did not sign, or records the newest checkpoint does not cover).
         index: the 0-based position in the log, when one record is concerned.
         decision_id: that record's decision id, when it could be read.
         message: a sentence saying what is wrong.
@@ -111,6 +122,7 @@ def verify_audit_log(
     expected_head: str | None = None,
     expected_count: int | None = None,
     schema: str = "jevqueue",
+    public_key: Any = None,
 ) -> VerificationReport:
     """Check an SQLite, JSONL or PostgreSQL audit log and say exactly what is wrong with it.
 
@@ -124,9 +136,14 @@ def verify_audit_log(
     row of an SQLite log, the ``.head`` file beside a JSONL log — and with
     ``expected_head`` / ``expected_count`` when given (records cut off the end).
 
-    A hash chain proves order and completeness only up to the newest anchor an attacker
-    could not rewrite: someone able to rewrite the whole file and its anchor can forge a
-    consistent log. Export ``head_hash`` regularly and check against it.
+    A non-empty log whose anchor is missing, empty or behind its last record fails
+    (``unanchored``): its end cannot be vouched for. A hash chain proves order and
+    completeness only up to the newest anchor an attacker could not rewrite: someone able
+    to rewrite the whole file and its anchor can forge a consistent log. With
+    ``public_key`` (the public half of the log's signing key, see
+    :class:`~jevqueue.audit.AuditChain`), the newest signed checkpoint must name the last
+    record: a rewrite by anyone without the private key fails (``unsigned``). Export
+    ``head_hash`` regularly and check against it as well (``expected_head``).
 
     Returns:
         The report; look at ``.ok`` or call ``.raise_for_problems()``.
@@ -134,7 +151,7 @@ def verify_audit_log(
     Raises:
         AuditReadError: the file is missing, unreadable, or not an audit log.
     """
-    return _report(*load_audit_log(path, schema=schema), expected_head, expected_count)
+    return _report(*load_audit_log(path, schema=schema), expected_head, expected_count, public_key)
 
 
 _Loaded = tuple[
@@ -178,10 +195,18 @@ def _report(
     notes: list[str],
     expected_head: str | None,
     expected_count: int | None,
+    public_key: Any = None,
 ) -> VerificationReport:
     problems.extend(_chain_problems(records))
     last_hash = _last_hash(records)
     problems.extend(_head_problems(kind, records, head, notes))
+    if public_key is not None:
+        if kind == "postgresql":
+            raise AuditReadError(
+                "signed checkpoints are kept beside a log file; a PostgreSQL log has none to "
+                "check with --key"
+            )
+        problems.extend(_checkpoint_problems(Path(where), records, public_key))
     if expected_count is not None and expected_count > len(records):
         problems.append(
             AuditProblem(
@@ -302,7 +327,10 @@ def _read_sqlite(file: Path) -> _Read:
     notes: list[str] = []
     head: _Head | None = None
     if head_row is None:
-        notes.append("no head anchor: records cut off the end cannot be detected")
+        if records:
+            problems.append(_unanchored("the log has no head anchor (its audit_head row)"))
+        else:
+            notes.append("no head anchor: records cut off the end cannot be detected")
     else:
         head = (head_row[0], head_row[1])
     return records, problems, head, notes
@@ -343,14 +371,19 @@ def _read_jsonl(file: Path) -> _Read:
     try:
         text = anchor.read_text("ascii").strip()
     except FileNotFoundError:
-        notes.append(f"no head anchor {anchor.name}: records cut off the end cannot be detected")
+        if records:
+            problems.append(_unanchored(f"the head anchor {anchor.name} is missing"))
+        else:
+            notes.append(
+                f"no head anchor {anchor.name}: records cut off the end cannot be detected"
+            )
     except (OSError, UnicodeDecodeError) as error:
         raise AuditReadError(f"cannot read the head anchor {str(anchor)!r} ({error})") from error
     else:
         if text:
             head = (None, text)
         elif records:
-            notes.append(f"the head anchor {anchor.name} is empty: it lags the log")
+            problems.append(_unanchored(f"the head anchor {anchor.name} is empty"))
     if not data.strip() and not records:
         notes.append("the log is empty")
     return records, problems, head, notes
@@ -517,16 +550,85 @@ def _head_problems(
             )
         ]
     if kind == "jsonl":
-        notes.append(
-            f"the head anchor is {held - 1 - where} record(s) behind the log (a crash between "
-            "writing a record and its anchor)"
-        )
-        return []
+        return [
+            _unanchored(
+                f"the head anchor is {held - 1 - where} record(s) behind the log: records "
+                "were appended outside the log, or an old anchor was copied back (a crash "
+                "between a record and its anchor also leaves this; inspect the records after "
+                f"index {where})"
+            )
+        ]
     return [
         AuditProblem(
             "inserted",
             where + 1,
             None,
             "records after the head anchor were added outside the log",
+        )
+    ]
+
+
+def _unanchored(what: str) -> AuditProblem:
+    return AuditProblem(
+        "unanchored",
+        None,
+        None,
+        f"{what}: records cut off the end, or forged onto it, could not be told apart from a "
+        "genuine log; restore the anchor from a backup or compare with an exported head "
+        "(--expect-head)",
+    )
+
+
+def _checkpoint_problems(
+    file: Path, records: Sequence[AuditRecord | None], public_key: Any
+) -> list[AuditProblem]:
+    """Problems with the log's signed checkpoint, checked with ``public_key``."""
+    from jevqueue.audit._checkpoint import checkpoint_path, read_checkpoint
+
+    location = checkpoint_path(file)
+    checkpoint = read_checkpoint(location)
+    if checkpoint is None:
+        if not records:
+            return []
+        return [
+            AuditProblem(
+                "unsigned",
+                None,
+                None,
+                f"no signed checkpoint {location.name}: the log was not written with this "
+                "signing key, or the checkpoint was removed",
+            )
+        ]
+    if not checkpoint.verify(public_key):
+        return [
+            AuditProblem(
+                "unsigned",
+                None,
+                None,
+                f"the checkpoint {location.name} is not signed by this key: it was forged or "
+                "the log was written with another key",
+            )
+        ]
+    last = _last_hash(records)
+    if checkpoint.head == last:
+        return []
+    where = _hash_positions(records).get(checkpoint.head)
+    if where is None:
+        return [
+            AuditProblem(
+                "unsigned",
+                None,
+                None,
+                f"the signed checkpoint names record {checkpoint.head}, which is not in the "
+                "log: the chain was rewritten or cut off the end",
+            )
+        ]
+    return [
+        AuditProblem(
+            "unsigned",
+            where + 1,
+            None,
+            f"{len(records) - where - 1} record(s) after index {where} are not covered by the "
+            "signed checkpoint: they were added by someone without the signing key",
         )
     ]

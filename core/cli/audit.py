@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import click
-from jevqueue.errors import AuditIntegrityError, AuditReadError
+from jevqueue.errors import AuditIntegrityError, AuditReadError, JevError
 
 __all__ = ["audit"]
 
@@ -36,24 +36,51 @@ _SCHEMA = click.option(
     default=None,
     help="The log must hold at least this many records.",
 )
+@click.option(
+    "--key",
+    "key_file",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=str),
+    help="The public key (.pub) of the log's signing key: the newest signed checkpoint "
+    "must name the last record.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @_SCHEMA
 def verify(
-    path: str, expect_head: str | None, expect_count: int | None, as_json: bool, schema: str
+    path: str,
+    expect_head: str | None,
+    expect_count: int | None,
+    key_file: str | None,
+    as_json: bool,
+    schema: str,
 ) -> None:
     """Check the hash chain of the audit log at PATH: an SQLite or JSONL file, or a
     PostgreSQL database given as a postgresql:// URL.
 
     Prints OK with the record count and head hash, or every record that was edited,
     deleted, reordered or cut off, or is malformed (unreadable, or carrying keys outside
-    the record's fields or a key twice). Exits 0 when the log verifies, 1 when it does
-    not, 2 when it cannot be read.
+    the record's fields or a key twice), or whose end no anchor vouches for (a missing,
+    empty or stale head anchor); with --key, records no signed checkpoint covers. Exits 0
+    when the log verifies, 1 when it does not, 2 when it cannot be read.
     """
     from jevqueue.audit import verify_audit_log
 
+    public_key = None
+    if key_file is not None:
+        from jevqueue.approvals import load_public_key
+
+        try:
+            public_key = load_public_key(key_file)
+        except JevError as error:
+            click.echo(f"Error: {error}", err=True)
+            raise SystemExit(2) from error
     try:
         report = verify_audit_log(
-            path, expected_head=expect_head, expected_count=expect_count, schema=schema
+            path,
+            expected_head=expect_head,
+            expected_count=expect_count,
+            public_key=public_key,
+            schema=schema,
         )
     except (AuditReadError, ImportError) as error:
         click.echo(f"Error: {error}", err=True)

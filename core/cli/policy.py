@@ -42,6 +42,19 @@ def check(files: tuple[str, ...], quiet: bool) -> None:
         raise SystemExit(1)
 
 
+@policy.command(name="list")
+def list_policies() -> None:
+    """List the policy files jevqueue ships, with their paths and what each does."""
+    from jevqueue.policy_files._loader import check_policy_file
+    from jevqueue.policy_files._shipped import shipped_policy_names, shipped_policy_path
+
+    for name in shipped_policy_names():
+        path = shipped_policy_path(name)
+        report = check_policy_file(path)
+        click.echo(f"{name}: {report.summary()}")
+        click.echo(f"  {path}")
+
+
 def _json_object(value: str, option: str) -> dict[str, Any]:
     try:
         parsed = json.loads(value)
@@ -68,12 +81,28 @@ def _json_object(value: str, option: str) -> dict[str, Any]:
     type=click.Choice(["generic", "antigravity"]),
     default="antigravity",
     show_default=True,
-    help="Which built-in tool registry to judge the call against.",
+    help="Which built-in tool registry to judge the call against (without --tools).",
+)
+@click.option(
+    "--tools",
+    "tools_file",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=str),
+    help="A tools file (TOML [[tool]] tables) declaring your own tools: judge the call "
+    "against those declarations instead of a built-in registry.",
 )
 def explain(
-    files: tuple[str, ...], tool_name: str, arguments: str, context: str, registry: str
+    files: tuple[str, ...],
+    tool_name: str,
+    arguments: str,
+    context: str,
+    registry: str,
+    tools_file: str | None,
 ) -> None:
     """Show the verdict the default policy plus FILES gives one tool call.
+
+    The tool is looked up in --tools FILE (your own declarations) when given, else in a
+    built-in registry (--registry).
 
     Nothing runs and nothing is audited. Exits 0 whatever the verdict; 1 when a policy
     file has a mistake or the call is refused before evaluation (unregistered tool, bad
@@ -86,7 +115,17 @@ def explain(
 
     parsed_arguments = _json_object(arguments, "--args")
     parsed_context = _json_object(context, "--context")
-    tools = antigravity_registry() if registry == "antigravity" else generic_registry()
+    if tools_file is not None:
+        from jevqueue.policy._registry import ToolRegistry
+        from jevqueue.policy._tools_file import load_tools_file
+
+        try:
+            tools = ToolRegistry(load_tools_file(tools_file))
+        except JevError as error:
+            click.echo(str(error))
+            raise SystemExit(1) from None
+    else:
+        tools = antigravity_registry() if registry == "antigravity" else generic_registry()
     try:
         pdp = create_default_policy_decision_point(policy_files=list(files), registry=tools)
     except PolicyFileError as error:

@@ -115,12 +115,12 @@ class Governor:
             the path the governor would have taken is kept in ``Decision.proposed``.
             :meth:`decide` still returns that path: shadow mode changes what
             :meth:`step` and :meth:`astep` do.
-        pep: A :class:`~jevqueue.policy._pep.PolicyEnforcementPoint`. When exactly one tool is
+        pep: A :class:`~jevqueue.policy.PolicyEnforcementPoint`. When exactly one tool is
             plausible (it would be forced) and the policy is certain to deny any call of
             it — the tool is not in the PDP's registry, or the PDP denies it with no
             arguments at all (a tool without path or working-directory fields) — the turn
             takes ``risk_stop`` instead of spending a provider call. Needs ``context``.
-        context: The :class:`~jevqueue.policy._context.ExecutionContext` the calls would run in.
+        context: The :class:`~jevqueue.policy.ExecutionContext` the calls would run in.
 
     Raises:
         ConfigurationError: Any setting is of the wrong kind, or ``on_error`` is neither

@@ -29,9 +29,9 @@ class PolicyProbe:
     """The governor's question to the policy layer.
 
     Args:
-        pep: A :class:`~jevqueue.policy._pep.PolicyEnforcementPoint` whose PDP was built with a
+        pep: A :class:`~jevqueue.policy.PolicyEnforcementPoint` whose PDP was built with a
             ``registry`` (``create_default_policy_decision_point(registry=...)``).
-        context: The :class:`~jevqueue.policy._context.ExecutionContext` (or a mapping of its
+        context: The :class:`~jevqueue.policy.ExecutionContext` (or a mapping of its
             fields) the calls would run in.
 
     Raises:

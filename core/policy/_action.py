@@ -24,6 +24,8 @@ so changing any argument, target, the workspace or any other context field chang
 
 from __future__ import annotations
 
+import copy
+import errno
 import hashlib
 import json
 import os
@@ -39,7 +41,7 @@ from jevqueue.policy._canonical import canonical_arguments, encode_json_string
 from jevqueue.policy._context import ExecutionContext
 from jevqueue.policy._registry import ToolRegistry, ToolSpec
 
-__all__ = ["Action", "resolve_path"]
+__all__ = ["Action", "UnresolvablePathError", "resolve_path"]
 
 
 def _workspace_root(workspace: str) -> tuple[str, bool]:
@@ -69,11 +71,18 @@ def _workspace_root(workspace: str) -> tuple[str, bool]:
                 return root, True
     # access() answers "does not exist" without raising; it fails whenever stat() would.
     if _EFFECTIVE_IDS and not _access(workspace, _F_OK, effective_ids=True):
-        return workspace, False
+        try:
+            os.stat(workspace)
+        except FileNotFoundError:
+            return workspace, False
+        except (OSError, ValueError) as error:
+            raise UnresolvablePathError(f"the workspace: {_why(error)}") from None
     try:
         found = os.stat(workspace)
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return workspace, False
+    except (OSError, ValueError) as error:
+        raise UnresolvablePathError(f"the workspace: {_why(error)}") from None
     if not stat.S_ISDIR(found.st_mode):
         return workspace, False
     root = os.path.realpath(workspace)
@@ -112,8 +121,10 @@ def _resolve_below(root: str, relative: str) -> str | None:
         path = f"{path}/{segment}"
         try:
             mode = os.lstat(path).st_mode
-        except (OSError, ValueError):
+        except FileNotFoundError:
             return f"{root}/{relative}"
+        except (OSError, ValueError) as error:
+            raise UnresolvablePathError(_why(error)) from None
         if stat.S_ISLNK(mode):
             return None
     return path
@@ -144,7 +155,62 @@ def _resolve_above(root: str, relative: str) -> str | None:
         return below
     if not _NOT_NORMAL.isdisjoint(segments[up:]):
         return None  # another ".." (or "", ".") further on: resolve it in full
-    return os.path.realpath(f"{base}/{rest}")  # a link below the climb
+    return _checked_realpath(f"{base}/{rest}")  # a link below the climb
+
+
+class UnresolvablePathError(Exception):
+    """A path could not be resolved for a reason other than "it does not exist yet"."""
+
+
+def _why(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.errno is not None:
+        return f"{errno.errorcode.get(error.errno, error.errno)} ({error.strerror})"
+    return type(error).__name__
+
+
+def _check_resolved(path: str) -> None:
+    """Fail closed where :func:`os.path.realpath` gave up silently.
+
+    ``realpath`` keeps a component it cannot look up as written, whatever the reason: a
+    link loop, a path past PATH_MAX, a directory it may not search. Only "does not exist
+    (yet)" is harmless — nothing below a missing component exists either — so every
+    prefix is looked up again, and any other failure, or a link ``realpath`` left
+    unfollowed, raises.
+
+    Raises:
+        UnresolvablePathError: the path cannot be judged.
+    """
+    prefix = ""
+    for part in path.split("/"):
+        if not part:
+            continue
+        prefix = f"{prefix}/{part}"
+        try:
+            mode = os.lstat(prefix).st_mode
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as error:
+            raise UnresolvablePathError(_why(error)) from None
+        if stat.S_ISLNK(mode):
+            raise UnresolvablePathError("a symbolic link that cannot be followed (a loop?)")
+
+
+def _checked_realpath(joined: str) -> str:
+    """``os.path.realpath(joined)``, failing closed where it would give up silently.
+
+    Raises:
+        UnresolvablePathError: a component cannot be looked up for a reason other than
+            "it does not exist (yet)".
+    """
+    try:
+        return os.path.realpath(joined, strict=True)
+    except FileNotFoundError:
+        pass  # a component does not exist (yet): resolve the rest as written, checked
+    except (OSError, ValueError) as error:
+        raise UnresolvablePathError(_why(error)) from None
+    resolved = os.path.realpath(joined)
+    _check_resolved(resolved)
+    return resolved
 
 
 def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
@@ -157,6 +223,10 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
 
     Returns:
         An absolute, normalised path.
+
+    Raises:
+        UnresolvablePathError: on disk, a component cannot be looked up for a reason
+            other than not existing (ENAMETOOLONG, ELOOP, EACCES, ENOTDIR ...).
     """
     if value.startswith("~"):
         value = os.path.expanduser(value)
@@ -179,7 +249,7 @@ def resolve_path(value: str, workspace_root: str, *, on_disk: bool) -> str:
                 below = _resolve_below(workspace_root, value[len(workspace_root) + 1 :])
                 if below is not None:
                     return below
-        return os.path.realpath(joined)
+        return _checked_realpath(joined)
     if "//" not in joined and "/." not in joined and joined[-1] != "/":
         return joined  # no empty, "." or ".." segment: already normal
     if (
@@ -277,6 +347,14 @@ def _split(below: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
             _SPLITS.clear()
         _SPLITS[below] = (parts, folded)
     return parts, folded
+
+
+def _unresolvable(spec: ToolSpec, field: str, error: UnresolvablePathError) -> Exception:
+    return InvalidToolArgumentsError(
+        spec.name,
+        f"{field} cannot be resolved ({error}): a path that cannot be judged is refused, "
+        "to fail closed; pass a shorter path without link loops, inside the workspace",
+    )
 
 
 def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> str | None:
@@ -408,6 +486,33 @@ class Action:
     relative_targets: tuple[tuple[str, ...] | None, ...] = ()
     folded_targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
+    def __post_init__(self) -> None:
+        """Validate an Action built by hand (or by ``dataclasses.replace``) as build does.
+
+        :meth:`build` never runs ``__init__``. Anything else that makes an Action is
+        checked here: the arguments and context are validated and the action rebuilt
+        from its contents, and the enforcement point judges that rebuilt action and
+        refuses one whose stored digest differs from it.
+
+        Raises:
+            InvalidToolArgumentsError: no ToolSpec, or the arguments break it.
+            UnregisteredToolError: ``tool`` is not the spec's name.
+            NonCanonicalArgumentsError: the arguments are not canonical JSON (bytes, ...).
+            InvalidContextError: the context is invalid.
+        """
+        spec = self.spec
+        if not isinstance(spec, ToolSpec):
+            raise InvalidToolArgumentsError(
+                str(self.tool)[:80],
+                "an Action needs the tool's ToolSpec to be judged: build it with "
+                "Action.build(registry, tool, arguments, context)",
+            )
+        arguments = self.arguments
+        if isinstance(arguments, Mapping) and type(arguments) is not dict:
+            arguments = dict(arguments)
+        rebuilt = Action.build(ToolRegistry((spec,)), self.tool, arguments, self.context)
+        _set_attribute(self, "_rebuilt", rebuilt)
+
     @classmethod
     def build(
         cls,
@@ -457,7 +562,10 @@ class Action:
             else:
                 private = dict(arguments)
 
-        root, on_disk = _workspace_root(ctx.workspace)
+        try:
+            root, on_disk = _workspace_root(ctx.workspace)
+        except UnresolvablePathError as error:
+            raise _unresolvable(spec, "the workspace", error) from None
         targets: list[str] = []
         fields: list[str] = []
         for name in spec.path_fields:
@@ -483,7 +591,10 @@ class Action:
                     targets.append("/".join(kept) or "/")
                 fields.append(name)
                 continue
-            targets.append(resolve_path(value, root, on_disk=on_disk))
+            try:
+                targets.append(resolve_path(value, root, on_disk=on_disk))
+            except UnresolvablePathError as error:
+                raise _unresolvable(spec, name, error) from None
             fields.append(name)
         cwd: str | None = None
         cwd_field = spec.cwd_field
@@ -501,7 +612,10 @@ class Action:
                 ):
                     cwd = value  # resolve_path's route for an absolute, normal path
                 else:
-                    cwd = resolve_path(value, root, on_disk=on_disk)
+                    try:
+                        cwd = resolve_path(value, root, on_disk=on_disk)
+                    except UnresolvablePathError as error:
+                        raise _unresolvable(spec, cwd_field, error) from None
 
         # Keys sort as "arguments" < "context" < "cwd" < "side_effects" < "targets" < "tool",
         # so the canonical document is assembled from canonical pieces: the arguments, the
@@ -584,6 +698,33 @@ class Action:
             },
         )
         return action
+
+    def arguments_to_run(self, judged: Mapping[str, Any]) -> dict[str, Any]:
+        """A fresh copy of ``judged`` — the arguments this action was built from — as the
+        tool must receive them.
+
+        Each path field holds the resolved absolute path the policy judged and the
+        working-directory field the resolved directory, so a tool that opens a relative
+        path against its own working directory still touches the file that was judged.
+        A tool declared with ``paths_as_written=True`` gets the paths as the model wrote
+        them. (``judged`` and not :attr:`arguments`: rules may have touched that copy.)
+
+        Raises:
+            InvalidToolArgumentsError: ``judged`` is not what this action was built from.
+        """
+        arguments: dict[str, Any] = copy.deepcopy(dict(judged))
+        spec = self.spec
+        if spec is None or spec.paths_as_written:
+            return arguments
+        for name, target in zip(self.target_fields, self.targets, strict=True):
+            if type(arguments.get(name)) is not str:
+                raise InvalidToolArgumentsError(
+                    self.tool, f"the arguments to run have no path {name!r}: run what was judged"
+                )
+            arguments[name] = target
+        if spec.cwd_field is not None and self.cwd is not None:
+            arguments[spec.cwd_field] = self.cwd
+        return arguments
 
     def digest_document(self) -> dict[str, Any]:
         """Return the document whose RFC 8785 form the digest hashes (for verification)."""

@@ -14,17 +14,35 @@ rule_id                            verdict
 ``jevqueue.paths.git``             DENY for writes into ``.git`` (hooks and config there run
                                    code on the next git command; use git itself instead).
 ``jevqueue.paths.ci``              ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for writes to
-                                   CI and automation config (``.github/workflows/``,
-                                   ``.gitlab-ci.yml``, ``.circleci/``, ``Jenkinsfile``,
-                                   ``.husky/``, ``.pre-commit-config.yaml``,
-                                   ``.devcontainer/``, ``.vscode/`` ...): code there runs
-                                   later with other people's credentials.
+                                   files that run without anyone running the project, or
+                                   configure what does: the CI definitions of GitHub,
+                                   GitLab, Gitea, Forgejo, CircleCI, Azure, Bitbucket,
+                                   Buildkite, Drone, Cirrus, Semaphore, Tekton, AWS
+                                   CodeBuild, Jenkins (and Travis, AppVeyor, Woodpecker,
+                                   Cloud Build); git hooks wherever git can be pointed
+                                   (``.githooks/``, ``.gitmodules``, ``.gitattributes``);
+                                   husky, lefthook and pre-commit; ``site-packages/*.pth``,
+                                   ``sitecustomize.py``, ``usercustomize.py``; ``.envrc``;
+                                   dev containers; ``.vscode/``, ``.idea/``, ``.zed/``.
 ``jevqueue.paths.secrets``         ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for reading
                                    or writing secret stores (``.env*`` except templates such
-                                   as ``.env.example``, ``*.pem``, ``*.key``, ``id_rsa``,
-                                   ``.ssh/``, ``.aws/``, ``.netrc``, ``.npmrc`` ...).
+                                   as ``.env.example``, ``*.pem``, ``*.key``, keystores,
+                                   ``id_rsa``, ``*.tfvars``, ``*.tfstate``, ``.vault-token``,
+                                   cloud credential files, ``.htpasswd``, ``.netrc``,
+                                   ``.pgpass``, kubeconfig, ``.ssh/``, ``.aws/``,
+                                   ``.config/gcloud/`` ...).
 ``jevqueue.content.credentials``   DENY when the tool's content carries a credential (cloud
                                    keys, private key blocks, common API token formats).
+``jevqueue.paths.spelling``        DENY a path or working directory spelt so that tools
+                                   disagree on the file: backslashes, ``%xx``, control
+                                   characters, trailing dots or spaces, drive letters,
+                                   ``$VAR``, ``~user`` (opt out: ``literal_paths=True``).
+``jevqueue.paths.hardlink``        ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for writing an
+                                   existing file with more than one hard link.
+``jevqueue.paths.missing``         DENY a call of a file tool that names no file at all.
+``jevqueue.delete.approval``       ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for every
+                                   ``file_delete`` or ``data_delete`` (a policy file may
+                                   relax it: ``[policy] relax``).
 ``jevqueue.paths.normalize``       REPAIR a path argument written with ``..`` segments or a
                                    leading ``~`` into its resolved form, so the path an
                                    approver reads is the path the tool will touch.
@@ -38,21 +56,28 @@ Windows) treat ``.GIT/hooks`` and ``.git/hooks`` as the same directory.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from jevqueue.policy._action import Action
-from jevqueue.policy._registry import FILE_DELETE, FILE_WRITE, SHELL_COMMAND
+from jevqueue.policy._registry import DATA_DELETE, FILE_DELETE, FILE_READ, FILE_WRITE, SHELL_COMMAND
 from jevqueue.policy._rule import Rule
 from jevqueue.policy._verdict import Verdict
 
 __all__ = [
     "EXPLICIT_APPROVAL",
+    "RELAXABLE_RULES",
     "CIConfigRule",
     "CredentialContentRule",
+    "DeleteApprovalRule",
     "GitInternalsRule",
+    "HardLinkRule",
+    "MissingTargetRule",
     "PathNormalizationRule",
+    "PathSpellingRule",
     "SecretFileRule",
     "ShellApprovalRule",
     "ShellWorkingDirectoryRule",
@@ -64,6 +89,7 @@ EXPLICIT_APPROVAL = "explicit_approval"
 """The obligation a person's signed approval of the exact action digest fulfils."""
 
 _WRITES = frozenset({FILE_WRITE, FILE_DELETE})
+_FILE_EFFECTS = frozenset({FILE_READ, FILE_WRITE, FILE_DELETE})
 
 
 class WorkspaceContainmentRule:
@@ -189,8 +215,37 @@ class GitInternalsRule:
         )
 
 
+# Directories whose files run later without anyone running the project, or configure
+# what does: hooks, hook managers, CI systems, dev containers, editors' tasks on open.
 _CI_DIRECTORIES = frozenset(
-    {".circleci", ".buildkite", ".husky", ".devcontainer", ".vscode", ".woodpecker", ".gitlab"}
+    {
+        ".circleci",  # CircleCI
+        ".buildkite",  # Buildkite
+        ".semaphore",  # Semaphore
+        ".tekton",  # Tekton
+        ".azure-pipelines",  # Azure Pipelines
+        ".gitlab",  # GitLab (CI templates and includes)
+        ".woodpecker",  # Woodpecker
+        ".husky",  # husky git hooks
+        ".githooks",  # the usual core.hooksPath
+        ".lefthook",  # lefthook scripts
+        ".devcontainer",  # dev containers (postCreateCommand runs on open)
+        ".vscode",  # tasks.json runOn folderOpen, settings that name executables
+        ".idea",  # JetBrains run configurations and startup tasks
+        ".zed",  # Zed tasks
+        ".fleet",  # Fleet run configurations
+    }
+)
+# Directory pairs: CI definitions of forges that share the layout.
+_CI_PAIRS = frozenset(
+    {
+        (".github", "workflows"),
+        (".github", "actions"),
+        (".gitea", "workflows"),
+        (".gitea", "actions"),
+        (".forgejo", "workflows"),
+        (".forgejo", "actions"),
+    }
 )
 _CI_FILES = frozenset(
     {
@@ -198,16 +253,43 @@ _CI_FILES = frozenset(
         ".gitlab-ci.yaml",
         ".travis.yml",
         ".drone.yml",
+        ".drone.yaml",
+        ".drone.star",
         "jenkinsfile",
         "azure-pipelines.yml",
         "azure-pipelines.yaml",
         "bitbucket-pipelines.yml",
+        "bitbucket-pipelines.yaml",
         ".appveyor.yml",
         "appveyor.yml",
         ".woodpecker.yml",
-        ".pre-commit-config.yaml",
+        ".woodpecker.yaml",
+        ".cirrus.yml",
+        ".cirrus.yaml",
+        ".cirrus.star",
+        "buildspec.yml",  # AWS CodeBuild
+        "buildspec.yaml",
         "cloudbuild.yaml",
         "cloudbuild.yml",
+        "codemagic.yaml",
+        ".pre-commit-config.yaml",
+        ".pre-commit-config.yml",
+        ".pre-commit-hooks.yaml",
+        "lefthook.yml",
+        "lefthook.yaml",
+        ".lefthook.yml",
+        ".lefthook.yaml",
+        "lefthook-local.yml",
+        ".lefthook-local.yml",
+        ".huskyrc",
+        ".huskyrc.json",
+        ".huskyrc.js",
+        ".gitmodules",  # submodule URLs and update = !command
+        ".gitattributes",  # filter and diff drivers run configured commands
+        ".envrc",  # direnv runs it on cd
+        ".devcontainer.json",
+        "sitecustomize.py",  # imported by every Python start-up
+        "usercustomize.py",
     }
 )
 
@@ -253,18 +335,20 @@ def _fields_where(
 
 
 def _is_ci(parts: tuple[str, ...]) -> bool:
-    if parts[-1] in _CI_FILES:
+    name = parts[-1]
+    if name in _CI_FILES or name.startswith("jenkinsfile"):
         return True
+    if name.endswith(".pth") and any(
+        part in ("site-packages", "dist-packages") for part in parts[:-1]
+    ):
+        return True  # a .pth file's import lines run at every Python start-up
     if len(parts) == 1:
         return False
     directories = parts[:-1]
     if not _CI_DIRECTORIES.isdisjoint(directories):
         return True
     for index in range(len(directories) - 1):
-        if directories[index] == ".github" and directories[index + 1] in {
-            "workflows",
-            "actions",
-        }:
+        if (directories[index], directories[index + 1]) in _CI_PAIRS:
             return True
     return False
 
@@ -293,20 +377,40 @@ class CIConfigRule:
         )
 
 
-_SECRET_DIRECTORIES = frozenset({".ssh", ".aws", ".gnupg", ".kube", ".docker"})
+_SECRET_DIRECTORIES = frozenset({".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure"})
 _SECRET_NAME = re.compile(
     r"\.env(?!\.(?:example|sample|template|dist|defaults)$).*"
     r"|(?:id_rsa|id_dsa|id_ecdsa|id_ed25519)(?!.*\.pub$).*"
-    r"|.*\.(?:pem|key|p12|pfx|jks|keystore|ppk|tfstate)"
-    r"|\.netrc|_netrc|\.npmrc|\.pypirc|\.git-credentials|\.pgpass"
-    r"|credentials|credentials\.json|service-account\.json",
+    r"|.*\.(?:pem|key|p12|pfx|jks|keystore|ppk|tfstate|tfstate\.backup|tfvars|tfvars\.json"
+    r"|pkcs12|p8|kdbx|keychain|gpg)"
+    r"|\.netrc|_netrc|\.npmrc|\.pypirc|\.git-credentials|\.pgpass|\.htpasswd|\.vault-token"
+    r"|\.s3cfg|\.boto|\.dockercfg|kubeconfig|.*\.kubeconfig"
+    r"|credentials|credentials\.json|service-account\.json|application_default_credentials\.json",
     re.DOTALL,
 )
 
 
 # What a name must start or end with, or be, for _SECRET_NAME to match it at all.
 _SECRET_STARTS = (".env", "id_")
-_SECRET_ENDS = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".ppk", ".tfstate")
+_SECRET_ENDS = (
+    ".pem",
+    ".key",
+    ".p12",
+    ".pfx",
+    ".jks",
+    ".keystore",
+    ".ppk",
+    ".tfstate",
+    ".tfstate.backup",
+    ".tfvars",
+    ".tfvars.json",
+    ".pkcs12",
+    ".p8",
+    ".kdbx",
+    ".keychain",
+    ".gpg",
+    ".kubeconfig",
+)
 _SECRET_NAMES = frozenset(
     {
         ".netrc",
@@ -315,9 +419,16 @@ _SECRET_NAMES = frozenset(
         ".pypirc",
         ".git-credentials",
         ".pgpass",
+        ".htpasswd",
+        ".vault-token",
+        ".s3cfg",
+        ".boto",
+        ".dockercfg",
+        "kubeconfig",
         "credentials",
         "credentials.json",
         "service-account.json",
+        "application_default_credentials.json",
     }
 )
 
@@ -330,7 +441,12 @@ def _is_secret(parts: tuple[str, ...]) -> bool:
         return True
     if len(parts) >= 2 and parts[-2] == ".git" and parts[-1] == "config":
         return True  # remote URLs there often carry tokens
-    return len(parts) > 1 and not _SECRET_DIRECTORIES.isdisjoint(parts[:-1])
+    if len(parts) > 1 and not _SECRET_DIRECTORIES.isdisjoint(parts[:-1]):
+        return True
+    for index in range(len(parts) - 2):
+        if parts[index] == ".config" and parts[index + 1] in ("gcloud", "gh", "hub"):
+            return True  # gcloud credentials, GitHub CLI tokens
+    return False
 
 
 class SecretFileRule:
@@ -662,6 +778,174 @@ class PathNormalizationRule:
         )
 
 
+# Spellings that name different files to different tools: a shell expands ``$HOME`` and
+# ``~root``, a URL layer decodes ``%2e``, Windows reads ``\``, ``C:`` and drops trailing
+# dots and spaces; control characters hide from the person reading the approval.
+_ODD_SPELLINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a backslash", re.compile(r"\\")),
+    ("percent-encoding", re.compile(r"%[0-9A-Fa-f]{2}")),
+    ("a control character", re.compile(r"[\x00-\x1f\x7f-\x9f]")),
+    (
+        "a component ending in a dot or a space",
+        re.compile(r"(?:^|/)(?!\.{1,2}(?:/|$))[^/]*[. ](?:/|$)"),
+    ),
+    ("a drive letter", re.compile(r"^[A-Za-z]:")),
+    ("a variable a tool might expand ($VAR, ${VAR}, $(...))", re.compile(r"\$[A-Za-z_{(]")),
+    ("a ~user home directory", re.compile(r"^~[^/]")),
+)
+_ANY_ODD = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in _ODD_SPELLINGS))
+
+
+# A path as written -> the odd spellings it holds ("" for none): a pure function of the
+# text, remembered for the paths an agent writes again and again.
+_SPELLINGS: dict[str, str] = {}
+
+
+def _odd_spellings(raw: str) -> str:
+    kinds = (
+        ""
+        if _ANY_ODD.search(raw) is None
+        else ", ".join(kind for kind, pattern in _ODD_SPELLINGS if pattern.search(raw))
+    )
+    if len(raw) <= _PATH_KEY_LIMIT:
+        if len(_SPELLINGS) >= _PATHS_LIMIT:
+            _SPELLINGS.clear()
+        _SPELLINGS[raw] = kinds
+    return kinds
+
+
+class PathSpellingRule:
+    """DENY a path spelt so that different tools would read different files.
+
+    A tool declared with ``literal_paths=True`` opts out: it takes the text as written.
+    """
+
+    rule_id = "jevqueue.paths.spelling"
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Look at every path and working-directory argument as the model wrote it."""
+        spec = action.spec
+        if spec is None or spec.literal_paths:
+            return None
+        arguments = action.arguments
+        fields = spec.path_fields if spec.cwd_field is None else (*spec.path_fields, spec.cwd_field)
+        reasons: list[str] | None = None
+        for field in fields:
+            raw = arguments.get(field)
+            if type(raw) is not str:
+                continue
+            kinds = _SPELLINGS.get(raw)
+            if kinds is None:
+                kinds = _odd_spellings(raw)
+            if not kinds:
+                continue
+            reason = (
+                f"{field} holds {kinds}, which different tools read as different files: "
+                "write a plain path inside the workspace (or declare the tool with "
+                "literal_paths=True if it takes paths literally)"
+            )
+            reasons = [reason] if reasons is None else [*reasons, reason]
+        if reasons is None:
+            return None
+        return Verdict.deny(*reasons, rule_ids=(self.rule_id,))
+
+
+class HardLinkRule:
+    """Require explicit approval for writing an existing file that has other hard links.
+
+    A hard link inside the workspace can be the same file as one outside it: writing
+    through the link writes there, and no path check can tell.
+    """
+
+    rule_id = "jevqueue.paths.hardlink"
+    opinion_side_effects = frozenset({FILE_WRITE})
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Count the links of every existing target of a write."""
+        if FILE_WRITE not in action.side_effects or not action.targets:
+            return None
+        hits: list[str] | None = None
+        for field, target, below in zip(
+            action.target_fields, action.targets, action.relative_targets, strict=True
+        ):
+            if below is None:
+                continue  # outside the workspace: containment denies it anyway
+            try:
+                found = os.lstat(target)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError):
+                found = None  # cannot be judged: treated as linked
+            if found is None or (stat.S_ISREG(found.st_mode) and found.st_nlink > 1):
+                hits = [field] if hits is None else [*hits, field]
+        if hits is None:
+            return None
+        return Verdict.allow_with_obligations(
+            (EXPLICIT_APPROVAL,),
+            *(
+                f"{field} is a file with more than one hard link, which may be the same file "
+                "as one outside the workspace: writing it needs an explicit approval"
+                for field in hits
+            ),
+            rule_ids=(self.rule_id,),
+        )
+
+
+class MissingTargetRule:
+    """DENY a file tool's call that names no file: there is nothing to judge.
+
+    A tool declared with optional path fields (``required_path_fields`` shorter than
+    ``path_fields``) and a file side effect, called without any of them, would act on
+    whatever the tool defaults to — unseen by every path rule.
+    """
+
+    rule_id = "jevqueue.paths.missing"
+    opinion_side_effects = _FILE_EFFECTS
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Refuse a call of a file tool with path fields when none was given."""
+        if action.targets or action.side_effects.isdisjoint(_FILE_EFFECTS):
+            return None
+        spec = action.spec
+        if spec is None or not spec.path_fields:
+            return None
+        return Verdict.deny(
+            f"{action.tool} touches files but this call names none "
+            f"({', '.join(spec.path_fields)} missing), so there is nothing to judge: pass "
+            "the path explicitly",
+            rule_ids=(self.rule_id,),
+        )
+
+
+class DeleteApprovalRule:
+    """Require explicit approval for deleting files or a service's data.
+
+    A deletion cannot be undone by the next turn. A policy file may relax this with
+    ``[policy] relax = ["jevqueue.delete.approval"]``.
+    """
+
+    rule_id = "jevqueue.delete.approval"
+    opinion_side_effects = frozenset({FILE_DELETE, DATA_DELETE})
+
+    def __init__(self) -> None:
+        self._verdict = Verdict.allow_with_obligations(
+            (EXPLICIT_APPROVAL,),
+            "deleting cannot be undone: it needs an explicit approval of this exact action digest",
+            rule_ids=(self.rule_id,),
+        )
+
+    def evaluate(self, action: Action) -> Verdict | None:
+        """Require an approval for every ``file_delete`` or ``data_delete``."""
+        if action.side_effects.isdisjoint(self.opinion_side_effects):
+            return None
+        return self._verdict
+
+
+RELAXABLE_RULES = frozenset({DeleteApprovalRule.rule_id})
+"""Default rules a policy file may switch off (``[policy] relax``); every other default
+rule holds whatever a policy file says."""
+
+
 def _maybe_indirect(raw: object) -> bool:
     return type(raw) is str and (".." in raw or raw[:1] == "~")
 
@@ -674,11 +958,15 @@ def default_rules() -> tuple[Rule, ...]:
     """Return fresh instances of every default rule, in evaluation order."""
     return (
         WorkspaceContainmentRule(),
+        PathSpellingRule(),
         ShellWorkingDirectoryRule(),
         GitInternalsRule(),
         CredentialContentRule(),
         ShellApprovalRule(),
         CIConfigRule(),
         SecretFileRule(),
+        HardLinkRule(),
+        MissingTargetRule(),
+        DeleteApprovalRule(),
         PathNormalizationRule(),
     )

@@ -29,7 +29,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from jevqueue.errors import ConfigurationError
+from jevqueue.errors import ConfigurationError, PolicyFileError
 from jevqueue.policy._default_rules import default_rules
 from jevqueue.policy._verdict import Verdict, VerdictKind
 
@@ -276,8 +276,9 @@ def create_default_policy_decision_point(
 
     Args:
         policy_files: policy files whose rules are added after the defaults (see
-            ``docs/policy.md``). They can only tighten the policy: a default DENY stays a
-            DENY.
+            ``docs/policy.md``). They can only tighten the policy — a default DENY stays a
+            DENY — except that ``[policy] relax`` may switch off the default rules listed
+            in :data:`jevqueue.policy.RELAXABLE_RULES` (delete approval).
         registry: the tool registry the policy is meant for, kept on the PDP.
 
     Returns:
@@ -288,16 +289,41 @@ def create_default_policy_decision_point(
     """
     rules: list[Rule] = list(default_rules())
     file_digests: list[str] = []
+    if isinstance(policy_files, (str, bytes, PathLike)):
+        raise ConfigurationError(
+            f"policy_files takes a list of paths, not one {type(policy_files).__name__}: "
+            f"write policy_files=[{str(policy_files)!r}]"
+        )
     sources = list(policy_files)
     if sources:
         # Imported only when needed: the default policy has no policy-file dependency.
         from jevqueue.policy_files._loader import load_policy_file
 
+        names: dict[str, str] = {}
+        relaxed: set[str] = set()
         for source in sources:
+            if not isinstance(source, (str, PathLike)):
+                raise ConfigurationError(
+                    f"policy_files holds a {type(source).__name__}: every entry must be a "
+                    "path (str or pathlib.Path) to a policy file"
+                )
             # One read per file: the revision hashes the very bytes the rules came from.
             report = load_policy_file(Path(source))
+            earlier = names.get(report.name)
+            if earlier is not None:
+                raise PolicyFileError(
+                    report.file,
+                    None,
+                    f"policy name {report.name!r} is also the name of {earlier}: rule ids "
+                    "are prefixed with the name, so two policies must not share it; change "
+                    "[policy] name in one of the two files",
+                )
+            names[report.name] = report.file
             file_digests.append(report.sha256)
             rules.extend(report.rules)
+            relaxed.update(report.relax)
+        if relaxed:
+            rules = [rule for rule in rules if getattr(rule, "rule_id", None) not in relaxed]
     return RuleBasedPolicyDecisionPoint(
         rules, revision=_revision(rules, file_digests), registry=registry
     )

@@ -9,7 +9,8 @@ For every action, :meth:`PolicyEnforcementPoint.evaluate`:
    digest, fresh, accepted by the ``approval_verifier``, never used before). Without an
    ``approval_verifier`` no approval can ever be fulfilled, and a raw string such as
    ``"explicit_approval"`` never counts;
-3. writes one audit record of the final verdict (when an ``audit_logger`` is set);
+3. writes one audit record of the final verdict (to the ``audit_logger``, or to the
+   embedded default log in the state directory when none is given);
 4. returns the verdict.
 
 Audit failure is a denial, everywhere: when the record cannot be written,
@@ -21,11 +22,13 @@ Audit failure is a denial, everywhere: when the record cannot be written,
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from jevqueue.errors import (
@@ -48,6 +51,7 @@ _logger = logging.getLogger("jevqueue.pep")
 PDP_FAILED = "jevqueue.pep.fail_closed"
 AUDIT_FAILED = "jevqueue.pep.audit"
 APPROVAL_CHECK_FAILED = "jevqueue.pep.approvals"
+DIGEST_MISMATCH = "jevqueue.policy._pep.digest"
 _EXPLICIT_APPROVAL = "explicit_approval"
 
 
@@ -112,6 +116,18 @@ def utc_timestamp() -> str:
 _SECOND: tuple[int, str] = (-1, "")
 
 
+_ACTION_TYPE: list[type] = []
+
+
+def _action_type() -> type:
+    """:class:`jevqueue.policy.Action`, imported once (pep is imported by action users)."""
+    if not _ACTION_TYPE:
+        from jevqueue.policy._action import Action
+
+        _ACTION_TYPE.append(Action)
+    return _ACTION_TYPE[0]
+
+
 _CHECK_APPROVALS: list[Callable[..., Verdict]] = []
 
 
@@ -152,6 +168,19 @@ def _sink_writer(audit_logger: Any) -> Callable[[dict[str, Any]], None]:
     )
 
 
+_DEFAULT_CHAINS: dict[int, Any] = {}
+
+
+def _chain_for_default(log: Any) -> Any:
+    """One chain per default log: its lock serialises every PEP of the process."""
+    from jevqueue.audit import AuditChain
+
+    chain = _DEFAULT_CHAINS.get(id(log))
+    if chain is None or chain.sink is not log:
+        chain = _DEFAULT_CHAINS[id(log)] = AuditChain(log)
+    return chain
+
+
 def _decision_appender(write: Any) -> Callable[..., None] | None:
     """The audit chain's field-by-field route, when ``write`` is an exact chain's append."""
     chain = getattr(write, "__self__", None)
@@ -165,6 +194,50 @@ def _decision_appender(write: Any) -> Callable[..., None] | None:
         return None
     appender: Callable[..., None] | None = chain._decision_appender()
     return appender
+
+
+def _freshness(value: timedelta | float | None) -> timedelta:
+    """The approval freshness window: a timedelta, or seconds; default 300 s."""
+    if value is None:
+        from jevqueue.approvals import DEFAULT_FRESHNESS
+
+        return DEFAULT_FRESHNESS
+    if isinstance(value, timedelta):
+        window = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        window = timedelta(seconds=value)
+    else:
+        raise ConfigurationError(
+            f"approval_freshness must be a timedelta or a number of seconds, not "
+            f"{type(value).__name__}"
+        )
+    if window <= timedelta(0):
+        raise ConfigurationError("approval_freshness must be positive, e.g. 300 (seconds)")
+    return window
+
+
+def _check_verifier(verifier: Any) -> None:
+    """Refuse, at construction, a verifier that cannot be called as ``verifier(record, action)``.
+
+    Otherwise every approval would later be refused with an opaque TypeError.
+    """
+    if not callable(verifier):
+        raise ConfigurationError(
+            f"approval_verifier {type(verifier).__name__} is not callable: pass a callable "
+            "verifier(record, action) -> bool such as jevqueue.approvals.SignedApprovalVerifier"
+        )
+    try:
+        signature = inspect.signature(verifier)
+    except (TypeError, ValueError):
+        return  # a builtin without a readable signature: nothing to check
+    try:
+        signature.bind(object(), object())
+    except TypeError as error:
+        raise ConfigurationError(
+            f"approval_verifier {getattr(verifier, '__qualname__', type(verifier).__name__)}"
+            f"{signature} cannot be called as verifier(record, action) ({error}): give it "
+            "exactly two positional parameters, the ApprovalRecord and the Action"
+        ) from None
 
 
 def _unfulfilled(verdict: Verdict) -> Verdict:
@@ -211,10 +284,14 @@ class PolicyEnforcementPoint:
         pdp: the policy decision point (``create_default_policy_decision_point()``).
         audit_logger: where decisions are recorded: anything with ``append(event)`` or
             ``log(event)``. Wrapped in :class:`jevqueue.audit.AuditChain` (hash chaining)
-            when that is available. ``None`` records nothing.
+            when that is available. ``None`` means the embedded default, an SQLite log at
+            :func:`jevqueue.audit.default_audit_log_path` opened on the first decision: no
+            decision goes unaudited (one that cannot be recorded is denied).
         approval_verifier: decides whether an approval record is genuine
             (:class:`jevqueue.approvals.SignedApprovalVerifier`). Without one, no
             ``explicit_approval`` can be fulfilled.
+        approval_freshness: how long after it was issued an approval may be used: a
+            ``timedelta`` or seconds; default 300 s (``jevqueue.approvals.DEFAULT_FRESHNESS``).
         consumed_approvals: remembers used approvals. Defaults, once a verifier is set, to
             the durable SQLite store at
             :func:`jevqueue.approvals.default_consumed_approvals_path`, so a used approval
@@ -232,31 +309,46 @@ class PolicyEnforcementPoint:
         audit_logger: Any = None,
         approval_verifier: Any = None,
         consumed_approvals: Any = None,
+        approval_freshness: timedelta | float | None = None,
     ) -> None:
         if not callable(getattr(pdp, "evaluate", None)):
             raise ConfigurationError(
                 f"pdp {type(pdp).__name__} has no evaluate(action) method: pass "
                 "create_default_policy_decision_point() or another PolicyDecisionPoint"
             )
-        if approval_verifier is not None and not callable(approval_verifier):
-            raise ConfigurationError(
-                "approval_verifier must be callable as verifier(record, action) -> bool"
-            )
+        if approval_verifier is not None:
+            _check_verifier(approval_verifier)
         if consumed_approvals is not None and not callable(
             getattr(consumed_approvals, "consume", None)
         ):
             raise ConfigurationError(
                 "consumed_approvals must have consume(approval_id, action_digest) -> bool"
             )
+        self.approval_freshness = _freshness(approval_freshness)
         self.pdp = pdp
         self.audit_logger = audit_logger
         self.approval_verifier = approval_verifier
         self._consumed = consumed_approvals
-        self._write: Callable[[dict[str, Any]], None] | None = (
-            None if audit_logger is None else _sink_writer(audit_logger)
-        )
-        # The same record, written field by field (no event dict) into an SQLite log.
-        self._append_decision: Callable[..., None] | None = _decision_appender(self._write)
+        self._write: Callable[[dict[str, Any]], None] | None
+        self._append_decision: Callable[..., None] | None
+        if audit_logger is None:
+            # Every evaluation is audited: without a logger, the embedded default log in
+            # the state directory, opened on the first decision (not at import time).
+            self._write = self._write_to_default_log
+            self._append_decision = None
+        else:
+            self._write = _sink_writer(audit_logger)
+            # The same record, written field by field (no event dict) into an SQLite log.
+            self._append_decision = _decision_appender(self._write)
+
+    def _write_to_default_log(self, event: dict[str, Any]) -> None:
+        from jevqueue.audit._default_log import default_audit_log
+
+        chain = _chain_for_default(default_audit_log())
+        self.audit_logger = chain.sink
+        self._write = chain.append
+        self._append_decision = _decision_appender(self._write)
+        self._write(event)
 
     @property
     def revision(self) -> str:
@@ -316,9 +408,25 @@ class PolicyEnforcementPoint:
         revision = getattr(self.pdp, "revision", "")
         if type(revision) is not str:
             revision = ""
+        stored = action.digest
+        # Action.build never runs __init__; an Action built by hand or copied with
+        # dataclasses.replace did, and carries what Action.build made of its contents.
+        # Judge that, and refuse a stored digest that does not match it (an approval of
+        # one action must never fulfil a copy whose arguments were replaced).
+        rebuilt = action.__dict__.get("_rebuilt") if type(action) is _action_type() else None
+        if rebuilt is not None:
+            action = rebuilt
         digest = action.digest
         try:
-            verdict = self.pdp.evaluate(action)
+            if rebuilt is not None and stored != digest:
+                verdict = Verdict.deny(
+                    f"the action's stored digest {stored} is not the digest of its contents "
+                    f"({digest}): it was changed after it was built; build every action with "
+                    "Action.build",
+                    rule_ids=(DIGEST_MISMATCH,),
+                )
+            else:
+                verdict = self.pdp.evaluate(action)
             if type(verdict) is not Verdict:
                 raise TypeError(f"the PDP returned a {type(verdict).__name__}, not a Verdict")
         except Exception as error:  # fail closed; the message may quote arguments
@@ -401,7 +509,12 @@ class PolicyEnforcementPoint:
             check_approvals = _check_approvals()
             consumed = self.consumed_approvals if self.approval_verifier is not None else None
             checked = check_approvals(
-                verdict, action, records, verifier=self.approval_verifier, consumed=consumed
+                verdict,
+                action,
+                records,
+                verifier=self.approval_verifier,
+                consumed=consumed,
+                freshness=self.approval_freshness,
             )
             if type(checked) is not Verdict:
                 raise TypeError("check_approvals returned something that is not a Verdict")

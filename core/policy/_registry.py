@@ -14,27 +14,40 @@ before any policy runs.
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from jevqueue.errors import ConfigurationError, UnregisteredToolError
 from jevqueue.policy._canonical import encode_json_string, encode_prevalidated
 
 __all__ = [
+    "ACCOUNT_SETTINGS",
+    "BOOKING",
+    "BUILTIN_SIDE_EFFECTS",
+    "CREDENTIAL_CHANGE",
+    "DATA_DELETE",
     "FILE_DELETE",
     "FILE_READ",
     "FILE_WRITE",
     "NETWORK",
+    "PAYMENT",
+    "SEND_EMAIL",
+    "SEND_MESSAGE",
+    "SHARE",
     "SHELL_COMMAND",
     "ToolRegistry",
     "ToolSpec",
     "antigravity_registry",
+    "declare_side_effect",
     "generic_registry",
+    "known_side_effects",
     "registry_from_specs",
 ]
 
@@ -47,7 +60,109 @@ FILE_DELETE = "file_delete"
 SHELL_COMMAND = "shell_command"
 """The tool runs a shell command (whose effects jevqueue does not try to predict)."""
 NETWORK = "network"
-"""The tool talks to the network."""
+"""The tool talks to the network: fetches a URL, calls an API, downloads."""
+PAYMENT = "payment"
+"""The tool moves money: pays, transfers, refunds, buys, tips, subscribes."""
+SEND_MESSAGE = "send_message"
+"""The tool sends a chat, SMS or other message that a person receives."""
+SEND_EMAIL = "send_email"
+"""The tool sends (or schedules) an email."""
+SHARE = "share"
+"""The tool gives someone else access: shares a file, a folder, a calendar, a link."""
+DATA_DELETE = "data_delete"
+"""The tool deletes data a service holds (emails, messages, records, events) — not files,
+which are :data:`FILE_DELETE`."""
+ACCOUNT_SETTINGS = "account_settings"
+"""The tool changes an account's settings: forwarding rules, notifications, profile,
+linked accounts, payees."""
+CREDENTIAL_CHANGE = "credential_change"
+"""The tool changes how an account is reached: passwords, keys, tokens, second factors,
+recovery addresses."""
+BOOKING = "booking"
+"""The tool books, changes or cancels a reservation: travel, hotels, tickets, tables."""
+
+BUILTIN_SIDE_EFFECTS: Mapping[str, str] = MappingProxyType(
+    {
+        FILE_READ: "reads the files named by its path fields",
+        FILE_WRITE: "creates or changes the files named by its path fields",
+        FILE_DELETE: "removes the files named by its path fields",
+        SHELL_COMMAND: "runs a shell command",
+        NETWORK: "talks to the network (fetches, calls APIs, downloads)",
+        PAYMENT: "moves money",
+        SEND_MESSAGE: "sends a message that a person receives",
+        SEND_EMAIL: "sends an email",
+        SHARE: "gives someone else access to something",
+        DATA_DELETE: "deletes data a service holds (not files)",
+        ACCOUNT_SETTINGS: "changes an account's settings",
+        CREDENTIAL_CHANGE: "changes an account's credentials",
+        BOOKING: "books, changes or cancels a reservation",
+    }
+)
+"""The closed side-effect vocabulary every rule and tool declaration shares, name ->
+what it means. A name outside it (and outside :func:`declare_side_effect`) is a
+:class:`~jevqueue.errors.ConfigurationError`, so a typo cannot silently drop the rules
+that govern the effect it meant."""
+
+_DECLARED_SIDE_EFFECTS: dict[str, str] = {}
+_FILE_EFFECTS = frozenset({FILE_READ, FILE_WRITE, FILE_DELETE})
+
+
+def declare_side_effect(name: str, description: str) -> str:
+    """Add a side effect of your own to the vocabulary, and return its name.
+
+    Declare it together with the rule that governs it (a policy file's
+    ``[policy] side_effects`` and a ``[[rule]]`` naming it, or a rule of your own): a side
+    effect no rule names protects nothing. Declaring a built-in name again is harmless.
+
+    Raises:
+        ConfigurationError: the name is not an identifier, or the description is empty.
+    """
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+        raise ConfigurationError(
+            f"side effect {name!r} must be an identifier such as 'database_write'"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise ConfigurationError(
+            f"side effect {name!r}: say what it means in a non-empty description"
+        )
+    if name not in BUILTIN_SIDE_EFFECTS:
+        _DECLARED_SIDE_EFFECTS[name] = description
+    return name
+
+
+def known_side_effects() -> frozenset[str]:
+    """Every side-effect name a tool may declare now: the built-ins and the declared."""
+    return frozenset((*BUILTIN_SIDE_EFFECTS, *_DECLARED_SIDE_EFFECTS))
+
+
+def _nearest_side_effect(effect: str) -> str | None:
+    """The known name a mistyped ``effect`` most likely meant.
+
+    A word of a known name comes first (``shell`` means ``shell_command``, not the
+    letter-wise closer ``share``), then the closest spelling.
+    """
+    known = sorted(known_side_effects())
+    lowered = effect.lower().replace("-", "_")
+    for name in known:
+        if lowered in name.split("_") or (len(lowered) >= 4 and name.startswith(lowered)):
+            return name
+    close = difflib.get_close_matches(lowered, known, n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
+def _check_side_effect(effect: str, tool: str) -> None:
+    if effect in BUILTIN_SIDE_EFFECTS or effect in _DECLARED_SIDE_EFFECTS:
+        return
+    near = _nearest_side_effect(effect)
+    hint = f" Did you mean {near!r}?" if near else ""
+    raise ConfigurationError(
+        f"tool {tool!r}: unknown side effect {effect!r}.{hint} Known side effects: "
+        f"{', '.join(sorted(known_side_effects()))}. A side effect of your own must be "
+        "declared, together with the rule that governs it, with "
+        "jevqueue.policy._registry.declare_side_effect(name, description) or a policy file's "
+        "[policy] side_effects, before the tool is declared"
+    )
+
 
 # Tool names are plain ASCII, so that no two distinct registered names can look alike.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\-]{0,127}")
@@ -74,8 +189,11 @@ class ToolSpec:
 
     Attributes:
         name: the exact tool name (ASCII letters, digits and ``_ . : / -``).
-        side_effects: e.g. ``{"file_write"}``; see the module constants. Any iterable of
-            strings is accepted and stored as a frozenset.
+        side_effects: e.g. ``{"file_write"}``: names from :data:`BUILTIN_SIDE_EFFECTS`
+            or :func:`declare_side_effect` (anything else is a ConfigurationError that
+            suggests the nearest known name). Any iterable of strings but a bare string is
+            accepted and stored as a frozenset. A tool with path fields but no file side
+            effect is judged as writing them (``file_write`` is added).
         path_fields: argument names that hold file paths the tool touches. Each is
             resolved against the workspace into :attr:`Action.targets`.
         required_path_fields: path (or cwd) fields that must be present; a call without
@@ -87,6 +205,14 @@ class ToolSpec:
             with none declared it reads every string in the arguments.
         schema: an optional JSON Schema the arguments must satisfy (checked with
             ``jsonschema``; the schema itself is checked at construction).
+        literal_paths: the tool takes its path text literally — it never expands
+            ``$VAR`` or ``~user``, never decodes ``%xx`` and never runs on Windows — so
+            spellings that mean different files to different tools (backslashes,
+            percent-encoding, control characters, trailing dots or spaces, drive
+            letters, variables) are judged as written instead of refused.
+        paths_as_written: the tool needs the path the model wrote, not the resolved
+            absolute path the policy judged (plugins hand tools the resolved one unless
+            this is set). Prefer the default: the resolved path is the file judged.
 
     Raises:
         ConfigurationError: a name, field list or schema is malformed.
@@ -99,6 +225,8 @@ class ToolSpec:
     cwd_field: str | None = None
     content_fields: tuple[str, ...] = ()
     schema: Mapping[str, Any] | None = field(default=None, hash=False)
+    literal_paths: bool = False
+    paths_as_written: bool = False
     _validator: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
     _digest_parts: tuple[str, str] = field(
         default=("", ""), init=False, repr=False, compare=False, hash=False
@@ -117,6 +245,12 @@ class ToolSpec:
                     f"tool {self.name!r}: side effect {effect!r} must be an identifier such as "
                     "'file_write'"
                 )
+            _check_side_effect(effect, self.name)
+        paths = _names(self.path_fields, "path_fields", self.name)
+        if paths and _FILE_EFFECTS.isdisjoint(effects):
+            # Path fields without a file side effect: judged as the worst case, a write,
+            # so the .git, CI and secret-file rules still see the tool's targets.
+            effects = (*effects, FILE_WRITE)
         object.__setattr__(self, "side_effects", frozenset(effects))
         object.__setattr__(
             self,
@@ -126,7 +260,6 @@ class ToolSpec:
                 encode_json_string(self.name),
             ),
         )
-        paths = _names(self.path_fields, "path_fields", self.name)
         object.__setattr__(self, "path_fields", paths)
         required = _names(self.required_path_fields, "required_path_fields", self.name)
         object.__setattr__(self, "required_path_fields", required)
@@ -148,6 +281,9 @@ class ToolSpec:
         object.__setattr__(
             self, "content_fields", _names(self.content_fields, "content_fields", self.name)
         )
+        for flag in ("literal_paths", "paths_as_written"):
+            if type(getattr(self, flag)) is not bool:
+                raise ConfigurationError(f"tool {self.name!r}: {flag} must be True or False")
         if self.schema is not None:
             if not isinstance(self.schema, Mapping):
                 raise ConfigurationError(f"tool {self.name!r}: schema must be a mapping")
@@ -163,6 +299,27 @@ class ToolSpec:
                     f"tool {self.name!r}: the schema is not a valid JSON Schema ({error.message})"
                 ) from None
             object.__setattr__(self, "_validator", validator_class(self.schema))
+            self._check_fields_in_schema()
+
+    def _check_fields_in_schema(self) -> None:
+        """Every declared field names a parameter, when the schema lists its parameters."""
+        properties = self.schema.get("properties") if self.schema is not None else None
+        if not isinstance(properties, Mapping):
+            return
+        declared = [
+            *(("path_fields", name) for name in self.path_fields),
+            *((("cwd_field", self.cwd_field),) if self.cwd_field is not None else ()),
+            *(("content_fields", pointer.split("/")[0]) for pointer in self.content_fields),
+        ]
+        for what, name in declared:
+            if name not in properties:
+                close = difflib.get_close_matches(name, [str(key) for key in properties], n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ConfigurationError(
+                    f"tool {self.name!r}: {what} names {name!r}, which is not a parameter of "
+                    f"the tool's schema{hint}; parameters: {', '.join(map(str, properties))}. "
+                    "Name the argument exactly as the schema does"
+                )
 
     @classmethod
     def declare(
@@ -175,6 +332,8 @@ class ToolSpec:
         cwd_field: str | None = None,
         content_fields: Iterable[str] = (),
         schema: Mapping[str, Any] | None = None,
+        literal_paths: bool = False,
+        paths_as_written: bool = False,
     ) -> ToolSpec:
         """The one way every plugin's ``tool_spec(...)`` and the tools file declare a tool.
 
@@ -204,6 +363,8 @@ class ToolSpec:
             cwd_field=cwd_field,
             content_fields=content_fields,  # type: ignore[arg-type]
             schema=schema,
+            literal_paths=literal_paths,
+            paths_as_written=paths_as_written,
         )
 
     @property

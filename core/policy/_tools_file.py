@@ -21,7 +21,8 @@ The same facts a plugin's ``tool_spec(...)`` declares, one ``[[tool]]`` table pe
     properties.cwd = { type = "string" }
 
 Keys: ``name`` and ``side_effects`` are required; ``path_fields``, ``cwd_field``,
-``content_fields`` and ``schema`` are optional. ``required_path_fields`` defaults to every
+``content_fields``, ``schema``, ``literal_paths`` and ``paths_as_written`` (booleans, see
+:class:`~jevqueue.policy.ToolSpec`) are optional. ``required_path_fields`` defaults to every
 path field and the ``cwd_field`` — a call that leaves one out is refused — and can be set
 to a shorter list (``[]`` makes them all optional). Any other key is a mistake, reported
 with its line and the nearest known key, never ignored: a misspelt ``path_field`` would
@@ -56,6 +57,8 @@ _KEYS = (
     "cwd_field",
     "content_fields",
     "schema",
+    "literal_paths",
+    "paths_as_written",
 )
 _LISTS = ("side_effects", "path_fields", "required_path_fields", "content_fields")
 
@@ -151,6 +154,11 @@ def _spec(file: str, lines: TomlLineIndex, index: int, table: Mapping[str, Any])
             cwd_field=table.get("cwd_field"),
             content_fields=table.get("content_fields", ()),
             schema=table.get("schema"),
+            literal_paths=table.get("literal_paths", False),
+            paths_as_written=table.get("paths_as_written", False),
         )
     except ConfigurationError as error:
-        raise fail(None, str(error)) from None
+        message = str(error)
+        if "unknown side effect" in message:
+            raise fail("side_effects", message) from None  # the line of the typo
+        raise fail(None, message) from None

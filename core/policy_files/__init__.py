@@ -44,6 +44,10 @@ if TYPE_CHECKING:  # pragma: no cover
         PolicyFileRule,
         workspace_relative,
     )
+    from jevqueue.policy_files._shipped import (
+        shipped_policy_names,
+        shipped_policy_path,
+    )
 
 _EXPORTS: dict[str, str] = {
     "FORMAT_VERSION": "jevqueue.policy_files._compiler",
@@ -66,6 +70,8 @@ _EXPORTS: dict[str, str] = {
     "PolicyFileAllowlistRule": "jevqueue.policy_files._rule",
     "PolicyFileRule": "jevqueue.policy_files._rule",
     "workspace_relative": "jevqueue.policy_files._rule",
+    "shipped_policy_names": "jevqueue.policy_files._shipped",
+    "shipped_policy_path": "jevqueue.policy_files._shipped",
 }
 
 __all__ = [
@@ -88,6 +94,8 @@ __all__ = [
     "is_glob",
     "load_policy_file",
     "load_policy_rules",
+    "shipped_policy_names",
+    "shipped_policy_path",
     "workspace_relative",
 ]
 

@@ -15,7 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jevqueue.errors import PolicyFileError
-from jevqueue.policy._registry import FILE_DELETE, FILE_READ, FILE_WRITE, NETWORK, SHELL_COMMAND
+from jevqueue.policy._registry import (
+    BUILTIN_SIDE_EFFECTS,
+    declare_side_effect,
+)
 from jevqueue.policy_files._glob import GlobError, compile_name_glob, compile_path_glob, is_glob
 from jevqueue.policy_files._lines import KeyPath, TomlLineIndex
 from jevqueue.policy_files._report import PolicyFileReport, PolicyFileWarning
@@ -37,14 +40,21 @@ FORMAT_VERSION = 1
 KNOWN_OBLIGATIONS: frozenset[str] = frozenset({"explicit_approval"})
 """Obligations the policy enforcement point knows how to fulfil."""
 
-KNOWN_SIDE_EFFECTS: frozenset[str] = frozenset(
-    {FILE_READ, FILE_WRITE, FILE_DELETE, SHELL_COMMAND, NETWORK}
-)
-"""Side-effect names of the built-in registries; a file declares its own others under
-``[policy] side_effects``."""
+KNOWN_SIDE_EFFECTS: frozenset[str] = frozenset(BUILTIN_SIDE_EFFECTS)
+"""The built-in side-effect vocabulary (:data:`jevqueue.policy.BUILTIN_SIDE_EFFECTS`); a
+file declares its own others under ``[policy] side_effects``, which also lets tools
+declare them."""
 
 _EFFECTS: tuple[Effect, ...] = ("deny", "require", "allow")
-_POLICY_KEYS = ("name", "description", "version", "default", "default_reason", "side_effects")
+_POLICY_KEYS = (
+    "name",
+    "description",
+    "version",
+    "default",
+    "default_reason",
+    "side_effects",
+    "relax",
+)
 _RULE_KEYS = (
     "id",
     "reason",
@@ -73,6 +83,9 @@ _SIDE_EFFECT = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 _RULE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}")
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)[+*{]")
 _DEFAULT_DENY_REASON = "the policy file allows only what its allow rules list"
+# Values of every shape an argument can take: a pattern that matches all of them (and "")
+# matches any value.
+_PROBES = ("x", "@", "a@b.example", "first\nsecond", " ", "\u00fc\u00df", "0" * 300, "$(x)|;")
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
@@ -109,6 +122,8 @@ class PolicyFileCompiler:
         self.errors: list[PolicyFileError] = []
         self.warnings: list[PolicyFileWarning] = []
         self.side_effects = set(KNOWN_SIDE_EFFECTS)
+        self.declared_side_effects: list[str] = []
+        self.relax: list[str] = []
 
     # --- reporting ------------------------------------------------------------------
 
@@ -176,6 +191,9 @@ class PolicyFileCompiler:
                 default=default,
                 sha256=self.sha256,
             )
+        for effect in self.declared_side_effects:
+            # The file governs them (or at least names them): tools may now declare them.
+            declare_side_effect(effect, f"declared by the policy file {self.file}")
         return PolicyFileReport(
             self.file,
             (),
@@ -185,6 +203,7 @@ class PolicyFileCompiler:
             default=default,
             sha256=self.sha256,
             rule_count=counts,
+            relax=tuple(self.relax),
         )
 
     # --- [policy] ---------------------------------------------------------------------
@@ -246,11 +265,26 @@ class PolicyFileCompiler:
             for position, value in enumerate(declared or ()):
                 if _SIDE_EFFECT.fullmatch(value):
                     self.side_effects.add(value)
+                    self.declared_side_effects.append(value)
                 else:
                     self.error(
                         (*here, position),
                         f"[policy]: side effect {value!r} must be an identifier such as "
                         "'database_write', as tool registrations spell them",
+                    )
+        if "relax" in table:
+            from jevqueue.policy._default_rules import RELAXABLE_RULES
+
+            here = ("policy", "relax")
+            for position, value in enumerate(self._strings(here, table["relax"], "[policy]") or ()):
+                if value in RELAXABLE_RULES:
+                    self.relax.append(value)
+                else:
+                    self.error(
+                        (*here, position),
+                        f"[policy] relax: {value!r} is not a default rule a policy file may "
+                        f"switch off{_did_you_mean(value, sorted(RELAXABLE_RULES))}; only "
+                        f"{', '.join(sorted(RELAXABLE_RULES))} can be relaxed",
                     )
         if "default_reason" in table:
             value = self._text(("policy", "default_reason"), table["default_reason"])
@@ -438,7 +472,12 @@ class PolicyFileCompiler:
             return None
         exact: set[str] = set()
         globs: list[re.Pattern[str]] = []
+        # Labels an agent's integrator writes in any case ("PROD", "Prod-eu") must not slip
+        # past a rule for "prod*": actors and environments match regardless of case.
+        fold = key in ("actors", "environments")
         for position, value in enumerate(values):
+            if fold:
+                value = value.casefold()
             if not is_glob(value):
                 if value != value.strip() or not value:
                     self.error(
@@ -457,7 +496,7 @@ class PolicyFileCompiler:
             compiled = self._glob((*here, position), value, label, key, compile_name_glob)
             if compiled is not None:
                 globs.append(compiled)
-        return NameMatcher(frozenset(exact), tuple(globs))
+        return NameMatcher(frozenset(exact), tuple(globs), fold=fold)
 
     def _paths(
         self, index: int, raw: Mapping[str, Any], label: str, *, objecting: bool
@@ -545,7 +584,12 @@ class PolicyFileCompiler:
                 f"{label}: the pattern for {what} repeats a group that itself repeats "
                 "(like '(a+)+'); on a crafted argument it can take exponential time",
             )
-        if compiled.search("") is not None:
+        if compiled.search("") is not None and all(
+            compiled.search(probe) is not None for probe in _PROBES
+        ):
+            # Matching "" alone proves nothing for an anchored pattern such as '^[^@]*$';
+            # one that also finds a match in each of these very different values would
+            # match anything.
             self.warn(
                 path,
                 f"{label}: the pattern for {what} matches the empty string, so it matches "

@@ -18,7 +18,9 @@ separator, the way ``.gitignore`` patterns do:
   allowlist rules are: those match the path itself only, so ``*.md`` never lets
   ``src/x.md/app.py`` through, and a directory's contents are allowed with ``docs/**``.
 
-Name globs are case-sensitive, like the registry's names. Path globs are case-sensitive
+Name globs over ``tools`` are case-sensitive, like the registry's names; over ``actors``
+and ``environments`` they match regardless of case (``prod*`` matches ``PROD`` and
+``Prod-eu``: the compiler folds both sides). Path globs are case-sensitive
 when asked to (allowlists) and case-insensitive otherwise.
 """
 

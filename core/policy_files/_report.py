@@ -42,6 +42,8 @@ class PolicyFileReport:
         default: ``"allow"`` or ``"deny"``.
         sha256: hex digest of the file's bytes (empty when unreadable).
         rule_count: how many ``[[rule]]`` tables the file has, by effect.
+        relax: default rules the file switches off (``[policy] relax``; only those in
+            :data:`jevqueue.policy.RELAXABLE_RULES`).
     """
 
     file: str
@@ -52,6 +54,7 @@ class PolicyFileReport:
     default: str = "allow"
     sha256: str = ""
     rule_count: Mapping[str, int] = field(default_factory=dict)
+    relax: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

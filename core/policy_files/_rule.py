@@ -69,16 +69,23 @@ def _combined(patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str] | None:
 
 @dataclass(frozen=True)
 class NameMatcher:
-    """Exact names plus compiled name globs; matches a name if either does."""
+    """Exact names plus compiled name globs; matches a name if either does.
+
+    With ``fold``, names are compared case-insensitively (the exact names and the globs
+    were case-folded when compiled): actors and environments.
+    """
 
     exact: frozenset[str]
     globs: tuple[re.Pattern[str], ...] = ()
+    fold: bool = False
     _glob: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_glob", _combined(self.globs))
 
     def __call__(self, name: str) -> bool:
+        if self.fold:
+            name = name.casefold()  # the exact names and globs were folded when compiled
         if name in self.exact:
             return True
         glob = self._glob
@@ -102,7 +109,7 @@ def workspace_relative(target: str, workspace: str) -> str | None:
 
 
 def _name_check(matcher: NameMatcher, name_of: Callable[[Action], str]) -> Callable[[Action], bool]:
-    if matcher.globs:
+    if matcher.globs or matcher.fold:
         return lambda action: matcher(name_of(action))
     contains = matcher.exact.__contains__
     return lambda action: contains(name_of(action))
@@ -142,7 +149,24 @@ def _found_in_any(pattern: re.Pattern[str], value: Any) -> bool:
     if pattern.search(_json_text(value)) is not None:
         return True
     search = pattern.search
-    return any(search(text) is not None for text in _strings_inside(value))
+    if any(search(text) is not None for text in _strings_inside(value)):
+        return True
+    # An argv-style list says one thing across its items: ["curl x", "|", "sh"].
+    return any(search(text) is not None for text in _joined_lists(value))
+
+
+def _joined_lists(value: Any) -> Iterator[str]:
+    """Each list inside ``value`` with its string items joined by a space, as a shell would."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Mapping):
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            texts = [inner for inner in item if isinstance(inner, str)]
+            if len(texts) > 1:
+                yield " ".join(texts)
+            pending.extend(inner for inner in item if not isinstance(inner, str))
 
 
 def _found_in_all(pattern: re.Pattern[str], value: Any) -> bool:
@@ -253,7 +277,9 @@ class PolicyFileRule:
             # An allowlist reads the JSON spelling only: never broader than it.
             return False
         search = pattern.search
-        return any(search(text) is not None for text in _strings_inside(action.arguments))
+        if any(search(text) is not None for text in _strings_inside(action.arguments)):
+            return True
+        return any(search(text) is not None for text in _joined_lists(action.arguments))
 
     def _paths_match(self, action: Action, *, every: bool) -> bool:
         glob = self._path

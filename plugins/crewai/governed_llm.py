@@ -29,6 +29,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, Literal
 
 from crewai.llms.base_llm import BaseLLM, call_stop_override, call_stream_override
+from crewai.utilities.string_utils import sanitize_tool_name
 from jevqueue.errors import ConfigurationError, ProviderDisobeyedError, TurnInterruptedError
 from jevqueue.governor import Decision, Path
 from jevqueue.plugins.crewai.crew_host import CrewTurnHost
@@ -70,6 +71,15 @@ class GovernedLLM(BaseLLM):
             (no tools, ``response_model``, ReAct text mode) included. When it returns True
             nothing is sent, the turn is recorded as ``interrupted`` and
             :class:`~.stops.CrewTurnInterruptedError` is raised.
+        on_disobey: ``"raise"`` (default) stops the crew with
+            :class:`~.stops.CrewProviderDisobeyedError` when a reply does not make exactly
+            the constrained call; ``"message"`` drops that reply and answers the turn with
+            a text saying so instead (nothing is executed either way), as LangGraph's
+            ``on_disobey="message"`` does.
+        ungoverned: names of tools the agent may hold that no guard judges. Any other
+            tool that is neither a :class:`GovernedTool` of ``guard`` nor covered by its
+            installed hooks is a ConfigurationError before the agent's first provider
+            call: it would run unaudited.
 
     Raises:
         ConfigurationError: ``inner`` is not a ``BaseLLM``, ``react`` is unknown, or
@@ -84,6 +94,8 @@ class GovernedLLM(BaseLLM):
     guard: Any = Field(default=None, exclude=True)
     react: Literal["delegate", "raise"] = "delegate"
     interrupted: Any = Field(default=None, exclude=True)
+    on_disobey: Literal["raise", "message"] = "raise"
+    ungoverned: tuple[str, ...] = ()
 
     _turn: TurnScope = PrivateAttr(default_factory=TurnScope)
     _decisions: deque[Decision] = PrivateAttr(default_factory=lambda: deque(maxlen=1000))
@@ -97,8 +109,14 @@ class GovernedLLM(BaseLLM):
         guard: Any = None,
         react: Literal["delegate", "raise"] = "delegate",
         interrupted: Callable[[], bool] | None = None,
+        on_disobey: Literal["raise", "message"] = "raise",
+        ungoverned: tuple[str, ...] | list[str] = (),
         **data: Any,
     ) -> None:
+        if isinstance(ungoverned, str) or not all(isinstance(n, str) for n in ungoverned):
+            raise ConfigurationError("ungoverned must be a list of tool names, not a string")
+        if on_disobey not in ("raise", "message"):
+            raise ConfigurationError(f"on_disobey must be 'raise' or 'message', not {on_disobey!r}")
         inner = data.pop("inner", inner)
         if not isinstance(inner, BaseLLM):
             raise ConfigurationError(
@@ -126,6 +144,8 @@ class GovernedLLM(BaseLLM):
             guard=guard,
             react=react,
             interrupted=interrupted,
+            on_disobey=on_disobey,
+            ungoverned=tuple(sanitize_tool_name(name) for name in ungoverned),
             **data,
         )
         if guard is not None:
@@ -202,12 +222,15 @@ class GovernedLLM(BaseLLM):
             "response_model": response_model,
         }
         with self._forwarded_overrides():
+            self._refuse_ungoverned(from_agent)
             host = self._host(messages, tools, kwargs, asynchronous=False)
             if host is None:
                 return self.inner.call(messages, tools=tools, **kwargs)
             try:
                 return self.governor.step(host)
             except ProviderDisobeyedError as exc:
+                if self.on_disobey == "message":
+                    return _disobeyed_text(exc)
                 raise CrewProviderDisobeyedError(
                     str(exc), expected=exc.expected, called=exc.called
                 ) from exc
@@ -235,12 +258,15 @@ class GovernedLLM(BaseLLM):
             "response_model": response_model,
         }
         with self._forwarded_overrides():
+            self._refuse_ungoverned(from_agent)
             host = self._host(messages, tools, kwargs, asynchronous=True)
             if host is None:
                 return await self.inner.acall(messages, tools=tools, **kwargs)
             try:
                 return await self.governor.astep(host)
             except ProviderDisobeyedError as exc:
+                if self.on_disobey == "message":
+                    return _disobeyed_text(exc)
                 raise CrewProviderDisobeyedError(
                     str(exc), expected=exc.expected, called=exc.called
                 ) from exc
@@ -248,6 +274,32 @@ class GovernedLLM(BaseLLM):
                 raise CrewTurnInterruptedError(str(exc)) from exc
             finally:
                 self._record_governor()
+
+    def _refuse_ungoverned(self, agent: Any) -> None:
+        """Refuse, before the agent's first provider call, a tool its guard cannot see.
+
+        A plain tool beside governed ones would run with no judgement and no audit
+        record. With the guard's hooks installed every tool is judged; otherwise each
+        tool must be a GovernedTool or be named in ``ungoverned``.
+        """
+        guard = self.guard
+        if guard is None or agent is None or getattr(guard, "hooks_installed", False):
+            return
+        from jevqueue.plugins.crewai.governed_tool import GovernedTool
+
+        plain = [
+            sanitize_tool_name(str(getattr(tool, "name", tool)))
+            for tool in (getattr(agent, "tools", None) or ())
+            if not isinstance(tool, GovernedTool)
+        ]
+        missing = [name for name in plain if name not in self.ungoverned]
+        if missing:
+            raise ConfigurationError(
+                f"the agent holds tools {missing} that no guard judges: they would run with "
+                "no policy check and no audit record. Wrap them with guard.wrap([...]) (after "
+                "tool_spec), install guard.hooks(), or name them in "
+                "GovernedLLM(..., ungoverned=[...]) if they are meant to run unjudged"
+            )
 
     def _host(
         self,
@@ -344,6 +396,14 @@ class GovernedLLM(BaseLLM):
             if stream is not None and stream != self.stream:
                 stack.enter_context(call_stream_override(self.inner, stream))
             yield
+
+
+def _disobeyed_text(error: ProviderDisobeyedError) -> str:
+    """The answer the agent reads instead of the disobeying reply (which is dropped)."""
+    return (
+        f"The model did not make the call it was constrained to (expected {error.expected!r}, "
+        f"it called {error.called!r}); nothing was executed."
+    )
 
 
 def _native(llm: Any) -> bool:

@@ -117,7 +117,8 @@ class GovernedTool(BaseTool):
         outcome = self.guard.check(self.sanitized_name, arguments)
         if not outcome.allowed:
             return self._refused(outcome)
-        return self.inner.run(**arguments)
+        # What was judged is what runs: the judged copy, paths resolved as judged.
+        return self.inner.run(**_to_run(outcome, arguments))
 
     async def _arun(self, *args: Any, **kwargs: Any) -> Any:
         """The asynchronous form of :meth:`_run`."""
@@ -125,9 +126,16 @@ class GovernedTool(BaseTool):
         outcome = await asyncio.to_thread(self.guard.check, self.sanitized_name, arguments)
         if not outcome.allowed:
             return self._refused(outcome)
+        judged = _to_run(outcome, arguments)
         if _has_async_body(self.inner):
-            return await self.inner.arun(**arguments)
-        return await asyncio.to_thread(self.inner.run, **arguments)
+            return await self.inner.arun(**judged)
+        return await asyncio.to_thread(self.inner.run, **judged)
+
+
+def _to_run(outcome: GuardOutcome, arguments: dict[str, Any]) -> dict[str, Any]:
+    if outcome.run_arguments is None:  # pragma: no cover - every allowed outcome has them
+        raise ConfigurationError("an allowed outcome without the judged arguments")
+    return dict(outcome.run_arguments)
 
 
 def _has_async_body(tool: BaseTool) -> bool:

@@ -33,6 +33,7 @@ from jevqueue.errors import (
     JevError,
     PolicyDeniedError,
     UnfulfilledObligationError,
+    UnregisteredToolError,
 )
 from jevqueue.plugins.crewai.approval import ApprovalCallback, ApprovalRequest, ConsoleApproval
 from jevqueue.plugins.crewai.turn import ToolNotOfferedError, TurnScope
@@ -71,6 +72,9 @@ class GuardOutcome:
         action_digest: The canonical action's digest, when the action could be built.
         approval_requested: The digest shown to the approval callback, if one was asked.
         error: ``repr`` of the failure that made the check fail closed, if any.
+        run_arguments: For an allowed call, a fresh copy of what the tool must run with:
+            the judged arguments, path fields holding the resolved absolute paths judged
+            (see :meth:`jevqueue.policy.Action.arguments_to_run`).
     """
 
     tool: str
@@ -81,6 +85,7 @@ class GuardOutcome:
     action_digest: str | None = None
     approval_requested: str | None = None
     error: str | None = None
+    run_arguments: Mapping[str, Any] | None = None
 
 
 class ToolGuard:
@@ -129,6 +134,7 @@ class ToolGuard:
         self.approvals: ApprovalCallback = approvals if approvals is not None else ConsoleApproval()
         self.turn = turn if turn is not None else TurnScope()
         self.outcomes: deque[GuardOutcome] = deque(maxlen=history)
+        self.hooks_installed = False  # set by GovernedToolHooks.install(): every tool judged
         self._lock = threading.Lock()
 
     @property
@@ -276,6 +282,7 @@ class ToolGuard:
             verdict=verdict,
             action_digest=action.digest,
             approval_requested=approval_requested,
+            run_arguments=action.arguments_to_run(args),
         )
 
     def _audit_rejection(self, name: str, error: BaseException) -> None:
@@ -313,14 +320,27 @@ class ToolGuard:
         from jevqueue.plugins.crewai.governed_tool import GovernedTool
 
         wrapped = [GovernedTool.wrap(tool, self) for tool in tools]
-        missing = [t.sanitized_name for t in wrapped if t.sanitized_name not in self.registry]
+        missing = [
+            tool.sanitized_name for tool in wrapped if not self._declares(tool.sanitized_name)
+        ]
         if missing:
+            # Refused now, as LangGraph's tool node refuses: never first when called.
             raise ConfigurationError(
                 f"tools {missing} are not declared: declare each once with "
                 "tool_spec(tool, side_effects=..., path_fields=...) and pass specs=[...] to the "
                 "ToolGuard; an undeclared tool can never run"
             )
         return wrapped
+
+    def _declares(self, name: str) -> bool:
+        """Whether the registry holds ``name``; a registry that fails is judged per call."""
+        try:
+            self.registry.get(name)
+        except UnregisteredToolError:
+            return False
+        except Exception:  # refused (fail closed) when called, with the failure audited
+            return True
+        return True
 
     def hooks(self) -> GovernedToolHooks:
         """The ``before_tool_call`` / ``after_tool_call`` form of this guard (not installed)."""

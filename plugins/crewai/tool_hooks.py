@@ -66,8 +66,21 @@ class GovernedToolHooks:
         try:
             outcome = self.guard.check(context.tool_name, context.tool_input)
             if outcome.allowed:
-                return None
-            message = outcome.message
+                tool_input = context.tool_input
+                if outcome.run_arguments is not None and isinstance(tool_input, dict):
+                    # CrewAI runs the tool with this very dict: make it the judged copy,
+                    # paths resolved as judged.
+                    tool_input.clear()
+                    tool_input.update(outcome.run_arguments)
+                    return None
+                if outcome.run_arguments == tool_input:
+                    return None
+                message = (
+                    f"jevqueue denied the call to {outcome.tool!r}: its arguments cannot be "
+                    "replaced by the judged ones (resolved paths); the call was not run"
+                )
+            else:
+                message = outcome.message
         except Exception as exc:  # anything escaping would fail open: block instead
             message = (
                 f"jevqueue denied the call: the tool hook failed ({type(exc).__name__}: {exc}); "
@@ -98,6 +111,7 @@ class GovernedToolHooks:
             register_before_tool_call_hook(self.before)
             register_after_tool_call_hook(self.after)
             self._installed = True
+            self.guard.hooks_installed = True
         return self
 
     def uninstall(self) -> None:
@@ -108,6 +122,7 @@ class GovernedToolHooks:
             unregister_before_tool_call_hook(self.before)
             unregister_after_tool_call_hook(self.after)
             self._installed = False
+            self.guard.hooks_installed = False
 
     @contextmanager
     def installed(self, *, scoped: bool = False) -> Iterator[GovernedToolHooks]:
@@ -122,7 +137,11 @@ class GovernedToolHooks:
             with scoped_hooks():
                 register_scoped(InterceptionPoint.PRE_TOOL_CALL, self.before)
                 register_scoped(InterceptionPoint.POST_TOOL_CALL, self.after)
-                yield self
+                previous, self.guard.hooks_installed = self.guard.hooks_installed, True
+                try:
+                    yield self
+                finally:
+                    self.guard.hooks_installed = previous
             return
         self.install()
         try:

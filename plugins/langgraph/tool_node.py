@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -137,6 +138,41 @@ def _snapshot(arguments: Any) -> Any:
     return copy.deepcopy(arguments)
 
 
+@dataclass(frozen=True)
+class _Refused:
+    """A batch refused whole: the refusal messages stand in for running it."""
+
+    messages: list[Any]
+
+
+class _RanCalls:
+    """The answers of calls that ran, by replay key; bounded, thread-safe."""
+
+    _LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[str, ...], Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, ...]) -> Any:
+        with self._lock:
+            return self._answers.get(key)
+
+    def remember(self, key: tuple[str, ...], answer: Any) -> None:
+        with self._lock:
+            if len(self._answers) >= self._LIMIT:
+                self._answers.pop(next(iter(self._answers)))
+            self._answers[key] = answer
+
+
+def _as_judged(request: ToolCallRequest, judgement: _Judgement) -> ToolCallRequest:
+    """The request with exactly the judged arguments, paths resolved as judged."""
+    action = judgement.action
+    assert action is not None
+    judged = action.arguments_to_run(judgement.arguments)
+    return request.override(tool_call={**request.tool_call, "args": judged})
+
+
 _PLANS: contextvars.ContextVar[dict[str, _Judgement] | None] = contextvars.ContextVar(
     "jevqueue_langgraph_plans", default=None
 )
@@ -161,8 +197,10 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
     Build it with :func:`policy_tool_node`. ``node.tool_node`` is the inner LangGraph
     ``ToolNode``; ``node.wrap_tool_call`` / ``node.awrap_tool_call`` are its interceptors,
     which can also be given to a ``ToolNode`` of your own (then a call that needs an
-    approval interrupts inside the interceptor: run one call per task, as ``create_agent``
-    does, so a resume re-runs only that call).
+    approval interrupts inside the interceptor, and the resume re-runs the batch: each call
+    that already ran is answered from memory instead of running again, within this
+    process; across processes, run one call per task, as ``create_agent`` does). A batch
+    with a missing or repeated call id is refused whole.
 
     Attributes:
         pep: The policy enforcement point.
@@ -212,6 +250,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
                 "an undeclared tool can never run"
             )
         self.name = name
+        self._ran = _RanCalls()
 
     # --- context ---------------------------------------------------------------------
 
@@ -353,19 +392,56 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
 
     def wrap_tool_call(self, request: ToolCallRequest, execute: Any) -> Any:
         """Judge the call, then run it through ``execute`` only if the policy allows."""
+        standalone = _PLANS.get() is None
         judgement = self._judgement_for(request)
         refusal = self._settle(judgement)
         if refusal is not None:
             return self._refusal_message(request.tool_call, refusal, judgement)
-        return execute(request)
+        key = self._replay_key(request, judgement) if standalone else None
+        if key is not None:
+            done = self._ran.get(key)
+            if done is not None:
+                return done
+        result = execute(_as_judged(request, judgement))
+        if key is not None:
+            self._ran.remember(key, result)
+        return result
 
     async def awrap_tool_call(self, request: ToolCallRequest, execute: Any) -> Any:
         """The async form of :meth:`wrap_tool_call`."""
+        standalone = _PLANS.get() is None
         judgement = self._judgement_for(request)
         refusal = self._settle(judgement)
         if refusal is not None:
             return self._refusal_message(request.tool_call, refusal, judgement)
-        return await execute(request)
+        key = self._replay_key(request, judgement) if standalone else None
+        if key is not None:
+            done = self._ran.get(key)
+            if done is not None:
+                return done
+        result = await execute(_as_judged(request, judgement))
+        if key is not None:
+            self._ran.remember(key, result)
+        return result
+
+    @staticmethod
+    def _replay_key(request: ToolCallRequest, judgement: _Judgement) -> tuple[str, ...] | None:
+        """Identify a call within a thread's run, for interceptors in a ToolNode of your own.
+
+        Such a ToolNode runs the whole batch in one task: a resume after an approval
+        interrupt re-runs the calls before the interrupted one. Each call that ran is
+        remembered by thread, namespace, call id and digest, and answered from memory
+        when the batch comes round again, so it runs at most once (in this process).
+        """
+        runtime = getattr(request, "runtime", None)
+        config = getattr(runtime, "config", None) or {}
+        configurable = config.get("configurable") or {}
+        thread = configurable.get("thread_id")
+        action = judgement.action
+        if thread is None or action is None:
+            return None  # no checkpointer, so no interrupt and no resume
+        namespace = str(configurable.get("checkpoint_ns", ""))
+        return (str(thread), namespace, judgement.call_id, action.digest)
 
     # --- the node ------------------------------------------------------------------------
 
@@ -408,6 +484,11 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         if not calls:
             return {}, None
         context = self.context_for(config)
+        ids = [call.get("id") for call in calls]
+        if any(not isinstance(i, str) or not i for i in ids) or len(set(ids)) != len(ids):
+            # Plans, answers and resumes are matched by id: with a missing or repeated id a
+            # call could run twice across an interrupt. Nothing of such a batch runs.
+            return {}, self._refuse_batch(calls, context)
         plans = {str(call.get("id")): self._judge(call, context) for call in calls}
         waiting = [j.approval for j in plans.values() if j.approval is not None]
         if waiting:
@@ -416,11 +497,27 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
             read_approval_answer(interrupt(approval_request(waiting)), waiting)
         return plans, tool_input
 
+    def _refuse_batch(self, calls: list[dict[str, Any]], context: ExecutionContext) -> _Refused:
+        error = UsageError(
+            "a batch of tool calls with a missing or repeated id: each call needs its own id "
+            "so that it runs at most once; nothing of the batch was run"
+        )
+        messages = []
+        for call in calls:
+            audit_rejection = getattr(self.pep, "audit_rejection", None)
+            if callable(audit_rejection):
+                audit_rejection(str(call.get("name")), context, error)
+            text = f"Rejected before policy evaluation: {error}. Call the tools again."
+            messages.append(self._refusal_message(call, text, None))
+        return _Refused(messages)
+
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Judge the pending calls, ask for approvals once, then run the allowed ones."""
         plans, tool_input = self._prepare(input, config)
         if tool_input is None:
             return {self.messages_key: []}
+        if isinstance(tool_input, _Refused):
+            return {self.messages_key: tool_input.messages}
         token = _PLANS.set(plans)
         try:
             return self.tool_node.invoke(tool_input, config)
@@ -432,6 +529,8 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         plans, tool_input = self._prepare(input, config)
         if tool_input is None:
             return {self.messages_key: []}
+        if isinstance(tool_input, _Refused):
+            return {self.messages_key: tool_input.messages}
         token = _PLANS.set(plans)
         try:
             return await self.tool_node.ainvoke(tool_input, config)

@@ -131,4 +131,13 @@ def checked_completion(status: int, text: str, url: str, *, secret: str | None) 
             body_excerpt=excerpt(text, secret),
         )
     assert isinstance(body, dict)
+    if len(choices) > 1:
+        # Only choices[0] is read back and judged: a second choice with tool calls of its
+        # own must never reach a caller that might run them.
+        raise ProviderHTTPError(
+            f"POST {url} answered with {len(choices)} choices; jevqueue reads back and judges "
+            "exactly one: do not ask for n > 1",
+            status=status,
+            body_excerpt=excerpt(text, secret),
+        )
     return body

@@ -149,6 +149,9 @@ class PolicyToolRunner:
             One result per call, in order; ``[]`` when the response calls nothing.
         """
         results: list[ToolCallResult] = []
+        choices = response.get("choices") if isinstance(response, Mapping) else None
+        if isinstance(choices, list) and len(choices) > 1:
+            return self._refuse_choices(response, len(choices))
         for call in read_called_tools(response):
             if call.name == UNNAMED_CALL:
                 result = self._refuse_unnamed(call)
@@ -160,6 +163,25 @@ class PolicyToolRunner:
                     approval_records=approval_records,
                 )
             results.append(dataclasses.replace(result, legacy=call.legacy))
+        return results
+
+    def _refuse_choices(self, response: Mapping[str, Any], count: int) -> list[ToolCallResult]:
+        """Refuse every call of a response with several choices: none is judged, none runs."""
+        error = UsageError(
+            f"the response has {count} choices; only one can be judged: ask the provider for "
+            "one choice (no n > 1)"
+        )
+        results: list[ToolCallResult] = []
+        for choice in response["choices"]:
+            single = {**response, "choices": [choice]}
+            for call in read_called_tools(single):
+                self._pep.audit_rejection(call.name, self._context, error)
+                results.append(
+                    dataclasses.replace(
+                        self._refused(call.call_id, call.name, {}, f"not run: {error}"),
+                        legacy=call.legacy,
+                    )
+                )
         return results
 
     def _refuse_unnamed(self, call: CalledTool) -> ToolCallResult:
@@ -238,7 +260,8 @@ class PolicyToolRunner:
                 call_id, name, parsed, f"not run: no function implements {name!r}", verdict=verdict
             )
         try:
-            output = function(**parsed)
+            # What was judged is what runs: a fresh copy, paths resolved as judged.
+            output = function(**action.arguments_to_run(parsed))
         except Exception as exc:
             return ToolCallResult(
                 call_id,

@@ -40,7 +40,7 @@ def test_the_signature_covers_the_rfc8785_form_of_every_field(
         "action_digest": action.digest,
         "approver_id": "alice@example.com",
         "issued_at": "2026-01-31T12:00:00.000000Z",
-        "expires_at": "2026-01-31T12:10:00.000000Z",
+        "expires_at": "2026-01-31T12:05:00.000000Z",
     }
     assert record.signature is not None
     authority.public_key.verify(base64.b64decode(record.signature), payload)

@@ -41,6 +41,7 @@ def test_public_surface_is_pinned() -> None:
         "decision_event",
         "export_audit_log",
         "verify_audit_log",
+        "default_audit_log_path",
     }
     for name in audit.__all__:
         assert getattr(audit, name) is not None

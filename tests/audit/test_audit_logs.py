@@ -215,14 +215,14 @@ def test_jsonl_fsync_policy_and_line_format(tmp_path: Path, event: Event) -> Non
     assert path.with_name("audit.jsonl.head").read_text().strip() == record.record_hash
 
 
-def test_jsonl_refuses_to_append_after_a_torn_line(tmp_path: Path, event: Event) -> None:
+def test_jsonl_refuses_to_append_after_a_line_torn_while_open(tmp_path: Path, event: Event) -> None:
     path = tmp_path / "audit.jsonl"
     with JsonlAuditLog(path) as log:
         log.append(event())
-    with path.open("ab") as handle:
-        handle.write(b'{"decision_id": "half')
-    with JsonlAuditLog(path) as log, pytest.raises(AuditWriteError, match="incomplete"):
-        log.append(event())
+        with path.open("ab") as handle:  # another writer failing half-way
+            handle.write(b'{"decision_id": "half')
+        with pytest.raises(AuditWriteError, match="incomplete"):
+            log.append(event())
 
 
 @pytest.mark.parametrize(

@@ -281,21 +281,23 @@ def test_jsonl_logs_written_and_resumed_verify_clean(tmp_path: Path, event: Even
     assert report.count == 4
 
 
-def test_jsonl_without_its_head_anchor_says_so(tmp_path: Path, event: Event) -> None:
+def test_jsonl_without_its_head_anchor_fails(tmp_path: Path, event: Event) -> None:
     path, _ = write_log("jsonl", tmp_path, event)
     Path(f"{path}.head").unlink()
     report = verify_audit_log(path)
-    assert report.ok
-    assert any("no head anchor" in note for note in report.notes)
+    assert not report.ok
+    assert [p.kind for p in report.problems] == ["unanchored"]
+    assert "missing" in report.problems[0].message
 
 
-def test_a_lagging_jsonl_anchor_is_a_note(tmp_path: Path, event: Event) -> None:
+def test_a_lagging_jsonl_anchor_fails(tmp_path: Path, event: Event) -> None:
     path, _ = write_log("jsonl", tmp_path, event)
     lines = path.read_bytes().splitlines()
     Path(f"{path}.head").write_text(json.loads(lines[-2])["record_hash"] + "\n")
     report = verify_audit_log(path)
-    assert report.ok
-    assert any("behind" in note for note in report.notes)
+    assert not report.ok
+    assert [p.kind for p in report.problems] == ["unanchored"]
+    assert "behind" in report.problems[0].message
 
 
 def test_an_empty_log_verifies(tmp_path: Path) -> None:
@@ -396,7 +398,8 @@ def test_cli_expect_head_catches_a_consistent_truncation(tmp_path: Path, event: 
     _rewrite(path, lambda lines: lines[:-1])
     Path(f"{path}.head").unlink()
     runner = CliRunner()
-    assert runner.invoke(main, ["audit", "verify", str(path)]).exit_code == 0
+    without = runner.invoke(main, ["audit", "verify", str(path)])
+    assert without.exit_code == 1 and "unanchored" in without.output
     result = runner.invoke(main, ["audit", "verify", str(path), "--expect-head", head])
     assert result.exit_code == 1 and "truncated" in result.output
 

@@ -38,12 +38,16 @@ def test_rule_ids_are_stable_and_unique() -> None:
     ids = [rule.rule_id for rule in default_rules()]
     assert ids == [
         "jevqueue.workspace.containment",
+        "jevqueue.paths.spelling",
         "jevqueue.shell.cwd",
         "jevqueue.paths.git",
         "jevqueue.content.credentials",
         "jevqueue.shell.approval",
         "jevqueue.paths.ci",
         "jevqueue.paths.secrets",
+        "jevqueue.paths.hardlink",
+        "jevqueue.paths.missing",
+        "jevqueue.delete.approval",
         "jevqueue.paths.normalize",
     ]
 
@@ -145,7 +149,6 @@ def test_ci_and_automation_config_needs_approval(path: str) -> None:
         ".pypirc",
         ".netrc",
         "terraform.tfstate",
-        ".env. ",
     ],
 )
 def test_secret_stores_need_approval_to_write_and_read(path: str) -> None:

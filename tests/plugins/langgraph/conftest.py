@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -14,8 +15,8 @@ from langgraph_support import Policy, Toolbox, make_policy
 
 
 @pytest.fixture
-def toolbox() -> Toolbox:
-    return Toolbox()
+def toolbox(tmp_path: Any) -> Toolbox:
+    return Toolbox(workspace=os.path.realpath(tmp_path))
 
 
 @pytest.fixture

@@ -70,6 +70,7 @@ class Toolbox:
     """Three LangChain tools that record every run, and their declarations."""
 
     runs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    workspace: str = ""
 
     def __post_init__(self) -> None:
         def read_file(path: str) -> str:
@@ -108,7 +109,25 @@ class Toolbox:
         ]
 
     def ran(self, name: str) -> list[dict[str, Any]]:
-        return [arguments for tool, arguments in self.runs if tool == name]
+        """The arguments of every run of ``name``, paths shown relative to the workspace.
+
+        The tools receive the resolved absolute paths the policy judged (``runs`` keeps
+        them raw); a path that is not absolute inside the workspace is shown as received.
+        """
+        return [
+            {key: self._relative(key, value) for key, value in arguments.items()}
+            for tool, arguments in self.runs
+            if tool == name
+        ]
+
+    def _relative(self, key: str, value: Any) -> Any:
+        if key not in ("path", "cwd") or not self.workspace or not isinstance(value, str):
+            return value
+        if value == self.workspace:
+            return "."
+        if value.startswith(self.workspace + "/"):
+            return value[len(self.workspace) + 1 :]
+        return "<as written> " + value
 
 
 @dataclass

@@ -134,7 +134,7 @@ def test_denial_and_approval_through_middleware(toolbox: Toolbox, policy: Policy
     (action,) = paused["__interrupt__"][0].value["actions"]
     assert toolbox.runs == []
     done = app.invoke(Command(resume=policy.authority.issue(action["action_digest"])), config)
-    assert toolbox.runs == [("run_command", COMMAND)]
+    assert toolbox.ran("run_command") == [COMMAND] and len(toolbox.runs) == 1
     assert done["messages"][-1].content == "Tests pass."
     model.assert_complete()
 
@@ -177,7 +177,7 @@ def test_two_waiting_calls_resume_by_interrupt_id(toolbox: Toolbox, policy: Poli
         else:
             answers[interrupt.id] = False  # the lint run is declined
     done = app.invoke(Command(resume=answers), config)
-    assert toolbox.runs == [("run_command", COMMAND)]
+    assert toolbox.ran("run_command") == [COMMAND] and len(toolbox.runs) == 1
     replies = {m.tool_call_id: m for m in done["messages"] if isinstance(m, ToolMessage)}
     assert replies["c1"].status == "success" and replies["c2"].status == "error"
     assert done["messages"][-1].content == "Tests ran; lint was declined."

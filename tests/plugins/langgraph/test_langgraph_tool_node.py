@@ -78,8 +78,10 @@ def test_an_allowed_call_runs_once_and_is_audited(toolbox: Toolbox, policy: Poli
     ask = proposal(("read_file", {"path": "notes.txt"}))
     result = app.invoke({"messages": [HumanMessage("read it"), ask]}, thread())
     (answer,) = answers(result).values()
-    assert answer.status == "success" and answer.content == "content of notes.txt"
-    assert toolbox.ran("read_file") == [{"path": "notes.txt"}]
+    # What was judged is what runs: the tool gets the resolved absolute path.
+    judged = f"{toolbox.workspace}/notes.txt"
+    assert answer.status == "success" and answer.content == f"content of {judged}"
+    assert toolbox.runs == [("read_file", {"path": judged})]
     assert policy.audit.results == ["ALLOW"]
 
 
@@ -305,3 +307,30 @@ def test_an_unreadable_answer_declines_and_says_why(toolbox: Toolbox, policy: Po
     (answer,) = answers(done).values()
     assert toolbox.runs == []
     assert answer.status == "error" and "could not be read" in answer.content
+
+
+def test_a_tool_node_of_your_own_never_reruns_an_earlier_call_after_a_resume(
+    toolbox: Toolbox, policy: Policy
+) -> None:
+    from langgraph.prebuilt import ToolNode
+
+    node = policy_tool_node(
+        toolbox.tools, pep=policy.pep, specs=toolbox.specs, context=policy.context
+    )
+    graph = StateGraph(MessagesState)
+    graph.add_node(
+        "tools",
+        ToolNode(
+            toolbox.tools, wrap_tool_call=node.wrap_tool_call, awrap_tool_call=node.awrap_tool_call
+        ),
+    )
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = thread()
+    ask = proposal(("write_file", {"path": "a.txt", "content": "x"}), ("run_command", COMMAND))
+    paused = app.invoke({"messages": [HumanMessage("go"), ask]}, config)
+    (action,) = paused["__interrupt__"][0].value["actions"]
+    app.invoke(Command(resume=policy.authority.issue(action["action_digest"])), config)
+    assert toolbox.ran("write_file") == [{"path": "a.txt", "content": "x"}], "ran twice"
+    assert toolbox.ran("run_command") == [COMMAND]
