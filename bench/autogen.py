@@ -88,7 +88,7 @@ def _policy(tools: list[Any], workspace: Path, name: str) -> tuple[Any, Any, Pat
     log_path = workspace / f"{name}-audit.sqlite"
     pep = PolicyEnforcementPoint(
         create_default_policy_decision_point(registry=ToolRegistry(specs)),
-        audit_logger=SQLiteAuditLog(log_path),
+        audit_logger=SQLiteAuditLog(log_path, durability="process"),
     )
     context = {
         "task_id": "bench",

@@ -86,7 +86,7 @@ def governed_agent(
 ) -> tuple[GovernedFunctionAgent, Any]:
     """The governed agent and its audit sink."""
     if audit == "sqlite":
-        sink: Any = SQLiteAuditLog(workspace / "audit.sqlite")
+        sink: Any = SQLiteAuditLog(workspace / "audit.sqlite", durability="process")
     else:
         sink = RecordingAuditSink()
     pep = PolicyEnforcementPoint(create_default_policy_decision_point(), audit_logger=sink)

@@ -94,7 +94,7 @@ class ScriptedLatencyModel:
 
 
 def governed_agent(model: Any, tools: list[Tool[Any]], workspace: Path) -> tuple[Any, Any]:
-    sink = SQLiteAuditLog(workspace / "audit.sqlite")
+    sink = SQLiteAuditLog(workspace / "audit.sqlite", durability="process")
     pep = PolicyEnforcementPoint(create_default_policy_decision_point(), audit_logger=sink)
     read_file, write_file, run_command = tools
     specs = [
