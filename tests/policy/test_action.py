@@ -165,9 +165,19 @@ def _realpath_or_refused(path: str) -> str:
     try:
         return os.path.realpath(path, strict=True)
     except FileNotFoundError:
-        return os.path.realpath(path)
+        resolved = os.path.realpath(path)
     except OSError:
         return "refused"
+    # realpath keeps a link it could not follow (a loop) as written: that is refused too.
+    prefix = ""
+    for part in filter(None, resolved.split("/")):
+        prefix = f"{prefix}/{part}"
+        try:
+            if os.path.islink(prefix) or not os.path.lexists(prefix):
+                return "refused" if os.path.islink(prefix) else resolved
+        except OSError:
+            return "refused"
+    return resolved
 
 
 def _resolved_or_refused(value: str, workspace: str) -> str:
