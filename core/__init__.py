@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.approvals import ApprovalAuthority, ApprovalRecord, SignedApprovalVerifier
     from jevqueue.audit import SQLiteAuditLog, verify_audit_log
     from jevqueue.errors import (
+        ApprovalDeclinedError,
         ConfigurationError,
         JevError,
         PolicyDeniedError,
@@ -37,16 +38,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.governor._governor import Governor
     from jevqueue.governor._hybrid_ballot import HybridBallot
     from jevqueue.governor._lexical_ballot import LexicalBallot
-    from jevqueue.governor._path import Path
+    from jevqueue.governor._path import Path  # noqa: F401  (resolves; not in __all__)
     from jevqueue.governor._thresholds import Thresholds
     from jevqueue.governor._turn_recorder import TurnRecorder
     from jevqueue.host import Host
+    from jevqueue.policy._approval_request import ApprovalRequest, Approver
+    from jevqueue.policy._approvers import AuthorityApprover, ConsoleApprover
     from jevqueue.policy._context import ExecutionContext
+    from jevqueue.policy._guard import Guard, Judgement
     from jevqueue.policy._pdp import create_default_policy_decision_point
     from jevqueue.policy._pep import PolicyEnforcementPoint
-    from jevqueue.policy._registry import ToolSpec
+    from jevqueue.policy._registry import ToolSpec, declare_side_effect
     from jevqueue.policy._tools_file import load_tools_file
     from jevqueue.policy._verdict import Verdict, VerdictKind
+    from jevqueue.policy_files._shipped import shipped_policy_path
 
 __version__ = "0.1.0"
 
@@ -65,6 +70,14 @@ _EXPORTS: dict[str, str] = {
     # the policy layer
     "ExecutionContext": "jevqueue.policy._context",
     "ToolSpec": "jevqueue.policy._registry",
+    "declare_side_effect": "jevqueue.policy._registry",
+    "shipped_policy_path": "jevqueue.policy_files._shipped",
+    "Guard": "jevqueue.policy._guard",
+    "Judgement": "jevqueue.policy._guard",
+    "ApprovalRequest": "jevqueue.policy._approval_request",
+    "Approver": "jevqueue.policy._approval_request",
+    "AuthorityApprover": "jevqueue.policy._approvers",
+    "ConsoleApprover": "jevqueue.policy._approvers",
     "load_tools_file": "jevqueue.policy._tools_file",
     "PolicyEnforcementPoint": "jevqueue.policy._pep",
     "create_default_policy_decision_point": "jevqueue.policy._pdp",
@@ -83,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "TurnInterruptedError": "jevqueue.errors",
     "PolicyDeniedError": "jevqueue.errors",
     "UnfulfilledObligationError": "jevqueue.errors",
+    "ApprovalDeclinedError": "jevqueue.errors",
 }
 
 # Names the top level exported before the packages had a home of their own. They still
@@ -107,20 +121,28 @@ _COMPATIBLE: dict[str, str] = {
     "ToolsFileError": "jevqueue.errors",
 }
 
+# ``Path`` (the governor's enum of the nine paths) resolves as ``jevqueue.Path`` but stays
+# out of ``__all__``: ``from jevqueue import *`` must not shadow ``pathlib.Path``.
 __all__ = [
     "ApprovalAuthority",
+    "ApprovalDeclinedError",
     "ApprovalRecord",
+    "ApprovalRequest",
+    "Approver",
+    "AuthorityApprover",
     "Ballot",
     "ConfigurationError",
+    "ConsoleApprover",
     "Decision",
     "EmbeddingBallot",
     "ExecutionContext",
     "Governor",
+    "Guard",
     "Host",
     "HybridBallot",
     "JevError",
+    "Judgement",
     "LexicalBallot",
-    "Path",
     "PolicyDeniedError",
     "PolicyEnforcementPoint",
     "ProviderDisobeyedError",
@@ -136,7 +158,9 @@ __all__ = [
     "VerdictKind",
     "__version__",
     "create_default_policy_decision_point",
+    "declare_side_effect",
     "load_tools_file",
+    "shipped_policy_path",
     "verify_audit_log",
 ]
 
@@ -145,4 +169,4 @@ __getattr__ = lazy_getattr(__name__, {**_EXPORTS, **_COMPATIBLE}, globals())
 
 
 def __dir__() -> list[str]:
-    return __all__
+    return sorted({*__all__, "Path"})

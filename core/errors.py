@@ -32,6 +32,7 @@ r"""Every error jevqueue raises, under one root.
         ├── PolicyDeniedError          the policy denied the call (.verdict)
         ├── UnfulfilledObligationError an obligation such as explicit approval is unmet (.verdict)
         ├── ApprovalRequiredError      an interactive approval is pending (.verdict)
+        │   └── ApprovalDeclinedError  an approver said no; the model reads its message
         └── TurnInterruptedError       the host was interrupted before any effect
 
 Every message says what was wrong and what to do about it.
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.policy._verdict import Verdict
 
 __all__ = [
+    "ApprovalDeclinedError",
     "ApprovalRequiredError",
     "ArgumentsTooDeepError",
     "ArgumentsTooLargeError",
@@ -278,7 +280,7 @@ class ControlSignal(JevError):
 class _VerdictSignal(ControlSignal, PermissionError):
     """A refusal: also a :class:`PermissionError`, as archmage-ai's denials are."""
 
-    def __init__(self, message: str, verdict: Verdict | Any) -> None:
+    def __init__(self, message: str, verdict: Verdict | Any = None) -> None:
         super().__init__(message)
         self.verdict = verdict
 
@@ -304,6 +306,20 @@ class UnfulfilledObligationError(_VerdictSignal):
 
 class ApprovalRequiredError(_VerdictSignal):
     """An interactive approval is pending for ``.verdict.action_digest``."""
+
+
+class ApprovalDeclinedError(ApprovalRequiredError):
+    """An approver declined the call; the message is the reason the model reads.
+
+    The one way an approver says no with a reason, in every plugin::
+
+        def approver(request):
+            if request.tool == "send_email":
+                raise ApprovalDeclinedError("no e-mail leaves before the release")
+            return authority.issue(request.action_digest)
+
+    ``.verdict`` is optional (the guard knows which call was declined).
+    """
 
 
 class TurnInterruptedError(ControlSignal):

@@ -7,6 +7,11 @@ built by :func:`create_default_policy_decision_point` from :func:`default_rules`
 policy files) returns a :class:`Verdict`; the :class:`PolicyEnforcementPoint` enforces it,
 checks approvals and writes the audit record before the call may run.
 
+The :class:`Guard` is where the policy layer meets a running agent: every plugin's tool-call
+half adapts it. It judges a call (:class:`Judgement`: allowed with the arguments to run,
+refused with a message, or pending an :class:`ApprovalRequest`), asks the
+:class:`Approver`, and runs what was judged once.
+
 Names are imported on first use.
 """
 
@@ -21,6 +26,17 @@ if TYPE_CHECKING:  # pragma: no cover
         Action,
         UnresolvablePathError,
         resolve_path,
+    )
+    from jevqueue.policy._approval_request import (
+        ApprovalAnswer,
+        ApprovalRequest,
+        Approver,
+        ApproverAnswerError,
+        approval_records,
+    )
+    from jevqueue.policy._approvers import (
+        AuthorityApprover,
+        ConsoleApprover,
     )
     from jevqueue.policy._canonical import (
         MAX_BYTES,
@@ -52,6 +68,12 @@ if TYPE_CHECKING:  # pragma: no cover
         ShellWorkingDirectoryRule,
         WorkspaceContainmentRule,
         default_rules,
+    )
+    from jevqueue.policy._guard import (
+        Guard,
+        Judgement,
+        JudgementKind,
+        refusal_message,
     )
     from jevqueue.policy._pdp import (
         PolicyDecisionPoint,
@@ -110,7 +132,18 @@ _EXPORTS: dict[str, str] = {
     "encode_json_string": "jevqueue.policy._canonical",
     "encode_prevalidated": "jevqueue.policy._canonical",
     "encode_prevalidated_text": "jevqueue.policy._canonical",
+    "ApprovalAnswer": "jevqueue.policy._approval_request",
+    "ApprovalRequest": "jevqueue.policy._approval_request",
+    "Approver": "jevqueue.policy._approval_request",
+    "ApproverAnswerError": "jevqueue.policy._approval_request",
+    "approval_records": "jevqueue.policy._approval_request",
+    "AuthorityApprover": "jevqueue.policy._approvers",
+    "ConsoleApprover": "jevqueue.policy._approvers",
     "ExecutionContext": "jevqueue.policy._context",
+    "Guard": "jevqueue.policy._guard",
+    "Judgement": "jevqueue.policy._guard",
+    "JudgementKind": "jevqueue.policy._guard",
+    "refusal_message": "jevqueue.policy._guard",
     "EXPLICIT_APPROVAL": "jevqueue.policy._default_rules",
     "RELAXABLE_RULES": "jevqueue.policy._default_rules",
     "CIConfigRule": "jevqueue.policy._default_rules",
@@ -180,13 +213,22 @@ __all__ = [
     "SHARE",
     "SHELL_COMMAND",
     "Action",
+    "ApprovalAnswer",
+    "ApprovalRequest",
+    "Approver",
+    "ApproverAnswerError",
+    "AuthorityApprover",
     "CIConfigRule",
+    "ConsoleApprover",
     "CredentialContentRule",
     "DeleteApprovalRule",
     "ExecutionContext",
     "FunctionRule",
     "GitInternalsRule",
+    "Guard",
     "HardLinkRule",
+    "Judgement",
+    "JudgementKind",
     "MissingTargetRule",
     "PathNormalizationRule",
     "PathSpellingRule",
@@ -204,6 +246,7 @@ __all__ = [
     "VerdictKind",
     "WorkspaceContainmentRule",
     "antigravity_registry",
+    "approval_records",
     "canonical_arguments",
     "canonical_json",
     "check_canonical",
@@ -217,6 +260,7 @@ __all__ = [
     "known_side_effects",
     "load_tools_file",
     "new_decision_id",
+    "refusal_message",
     "registry_from_specs",
     "resolve_path",
 ]

@@ -602,7 +602,11 @@ class Action:
             value = arguments.get(cwd_field)
             if type(value) is not str or not value or "\x00" in value:
                 value = _path_argument(spec, arguments, cwd_field)
-            if value is not None:
+            if value is None:
+                # An optional working directory left out: the tool runs in the workspace,
+                # and arguments_to_run hands it exactly that directory.
+                cwd = root
+            else:
                 if (
                     not on_disk
                     and value[0] == "/"

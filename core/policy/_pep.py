@@ -140,6 +140,18 @@ def _check_approvals() -> Callable[..., Verdict]:
     return _CHECK_APPROVALS[0]
 
 
+def _as_record(record: Any) -> Any:
+    if not isinstance(record, Mapping):
+        return record
+    from jevqueue.approvals import ApprovalRecord
+    from jevqueue.errors import InvalidApprovalError
+
+    try:
+        return ApprovalRecord.from_dict(record)
+    except InvalidApprovalError:
+        return record
+
+
 def _clip(value: object) -> str:
     if not isinstance(value, str):
         return ""
@@ -505,6 +517,10 @@ class PolicyEnforcementPoint:
             records = tuple(approval_records)
         if not records:
             return _unfulfilled(verdict)
+        # The dict `jevqueue approve` prints is read as the record it is (its signature,
+        # binding and freshness are checked below like any record's); a dict that is not
+        # a valid record stays a dict, which check_approvals refuses with its reason.
+        records = tuple(_as_record(record) for record in records)
         try:
             check_approvals = _check_approvals()
             consumed = self.consumed_approvals if self.approval_verifier is not None else None

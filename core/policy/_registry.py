@@ -159,7 +159,7 @@ def _check_side_effect(effect: str, tool: str) -> None:
         f"tool {tool!r}: unknown side effect {effect!r}.{hint} Known side effects: "
         f"{', '.join(sorted(known_side_effects()))}. A side effect of your own must be "
         "declared, together with the rule that governs it, with "
-        "jevqueue.policy._registry.declare_side_effect(name, description) or a policy file's "
+        "jevqueue.declare_side_effect(name, description) or a policy file's "
         "[policy] side_effects, before the tool is declared"
     )
 

@@ -24,6 +24,18 @@ The checks (DESIGN.md, "Plugins"):
 5. A denied call never executes; the model sees a denial message, not a crash.
 6. An approval bound to one action cannot be used for another.
 7. Every decision lands in the audit log.
+8. The policy half (:class:`PolicyConformance`, which a plugin that never sees the model —
+   the MCP proxy — runs alone): the tool receives the resolved absolute path it was
+   judged with; a replayed approval record is refused and said to be already used; each
+   call of a batch runs once across pause and resume; an approver that fails is reported
+   with its own error; every route the framework offers around the guard is refused or
+   judged.
+
+The policy half adds two glue methods, :meth:`PolicyConformance.run_tool_batch` and
+:meth:`PolicyConformance.routes_around_the_guard`. Every scenario carries the suite's
+:class:`ScenarioApprover`: pass it to the plugin as ``approver=`` (or, where the
+framework pauses natively, answer the pause with what it returns), and report the digest
+it was shown as ``approval_requested``.
 
 The suite owns everything but the framework: the tools (:class:`ConformanceTool`, which
 record every execution), the provider (:class:`ScriptedProvider`, which records every
@@ -42,6 +54,7 @@ This module imports no framework and no test runner; the checks use plain ``asse
 
 from __future__ import annotations
 
+import os
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.approvals import ApprovalRecord
     from jevqueue.governor._governor import Governor
     from jevqueue.policy._action import Action
+    from jevqueue.policy._approval_request import ApprovalRequest
     from jevqueue.policy._context import ExecutionContext
     from jevqueue.policy._pep import PolicyEnforcementPoint
     from jevqueue.policy._registry import ToolRegistry, ToolSpec
@@ -66,15 +80,20 @@ __all__ = [
     "ConformancePolicy",
     "ConformanceTool",
     "PluginConformance",
+    "PolicyConformance",
     "PolicyHarness",
     "ProviderReply",
     "ProviderRequest",
+    "RouteAttempt",
+    "ScenarioApprover",
     "ScriptedProvider",
+    "ToolBatchScenario",
     "ToolCallOutcome",
     "ToolCallScenario",
     "TurnOutcome",
     "TurnScenario",
     "conformance_tools",
+    "policy_tools",
 ]
 
 CONFORMANCE_GIT_SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -169,6 +188,59 @@ def conformance_tools() -> list[ConformanceTool]:
             side_effects=frozenset({"shell_command"}),
         ),
     ]
+
+
+def policy_tools() -> list[ConformanceTool]:
+    """The three tools of :func:`conformance_tools` and ``write_note``, an allowed write
+    with a path field (for the checks on resolved paths and batches)."""
+    return [
+        *conformance_tools(),
+        ConformanceTool(
+            name="write_note",
+            description="Write a text note to a file in the workspace.",
+            parameters=_string_parameters("path", "text"),
+            side_effects=frozenset({"file_write"}),
+            path_fields=("path",),
+        ),
+    ]
+
+
+class ScenarioApprover:
+    """The approver a scenario hands the plugin: records what it is shown, answers as told.
+
+    By default it answers with the scenario's approval records (``None`` when there are
+    none); ``fail`` makes it raise that error instead; ``issue`` makes it sign a fresh
+    record for the digest it is shown (a person who approves whatever is asked).
+
+    Attributes:
+        requests: Every :class:`~jevqueue.policy.ApprovalRequest` it was shown, in order.
+    """
+
+    def __init__(
+        self,
+        records: Sequence[ApprovalRecord] = (),
+        *,
+        fail: BaseException | None = None,
+        issue: Callable[[str], ApprovalRecord] | None = None,
+    ) -> None:
+        self.records = tuple(records)
+        self.fail = fail
+        self.issue = issue
+        self.requests: list[ApprovalRequest] = []
+
+    @property
+    def asked(self) -> str | None:
+        """The digest of the latest request it was shown, or ``None``."""
+        return self.requests[-1].action_digest if self.requests else None
+
+    def __call__(self, request: ApprovalRequest) -> Any:
+        """Record ``request``; answer with the records, a fresh one, or the failure."""
+        self.requests.append(request)
+        if self.fail is not None:
+            raise self.fail
+        if self.issue is not None:
+            return self.issue(request.action_digest)
+        return self.records or None
 
 
 # --- the neutral provider -----------------------------------------------------------
@@ -422,6 +494,9 @@ class ToolCallScenario:
         registry: The tools' declarations.
         context: The execution context.
         approvals: Approval records to present when the plugin asks for one.
+        approver: The approver to give the plugin (``approver=``), or to answer the
+            framework's pause with; it hands over ``approvals``.
+        call_id: The id the model gave the call.
     """
 
     tool: ConformanceTool
@@ -431,11 +506,65 @@ class ToolCallScenario:
     registry: ToolRegistry
     context: ExecutionContext
     approvals: tuple[ApprovalRecord, ...] = ()
+    approver: ScenarioApprover = field(default_factory=ScenarioApprover)
+    call_id: str = "call-1"
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
         """The declarations, as a plugin's ``specs=`` takes them."""
         return self.registry.specs()
+
+
+@dataclass
+class ToolBatchScenario:
+    """Several tool calls the model proposed in one message, for the plugin to run.
+
+    The glue runs them as the framework runs one model message's calls. When the plugin
+    pauses for an approval, the glue answers the pause with what ``approver`` returns and
+    resumes the run the framework's way (a framework that re-executes the whole batch on
+    resume must still run each call once); a plugin with an inline approver is given
+    ``approver`` as ``approver=``.
+
+    Attributes:
+        calls: ``(tool name, arguments, call id)`` in the model's order.
+        tools: Every tool the plugin offers.
+        pep: The policy enforcement point.
+        registry: The tools' declarations.
+        context: The execution context.
+        approver: An approver that signs a fresh record for whatever it is shown.
+    """
+
+    calls: list[tuple[str, dict[str, Any], str]]
+    tools: list[ConformanceTool]
+    pep: PolicyEnforcementPoint
+    registry: ToolRegistry
+    context: ExecutionContext
+    approver: ScenarioApprover
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The declarations, as a plugin's ``specs=`` takes them."""
+        return self.registry.specs()
+
+
+@dataclass(frozen=True)
+class RouteAttempt:
+    """One way the framework offers to run an effect around the guard, as the glue tried it.
+
+    Attributes:
+        route: What was tried (``"undeclared tool"``, ``"code execution"``, ...).
+        refused: True when building the agent (or the call) with it was refused with a
+            ``ConfigurationError``.
+        ran: True when the effect ran.
+        audited: True when the guard judged it (an audit record names it).
+        error: The refusal's message, when refused.
+    """
+
+    route: str
+    refused: bool
+    ran: bool = False
+    audited: bool = False
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -478,16 +607,282 @@ def _tool_name(tool: Mapping[str, Any]) -> str:
 # --- the suite ---------------------------------------------------------------------
 
 
-class PluginConformance(ABC):
-    """The seven conformance checks; subclass it as ``Test<Framework>Conformance``.
+class PolicyConformance(ABC):
+    """The policy-half checks; subclass it (as ``Test<Framework>PolicyConformance``) when
+    the plugin never sees the model, else subclass :class:`PluginConformance`.
 
-    Implement :meth:`run_turn` and :meth:`run_tool_call`. Everything else has a default.
-    Override :attr:`user_message` only if the framework needs a different first turn.
+    Implement :meth:`run_tool_call`, :meth:`run_tool_batch` and
+    :meth:`routes_around_the_guard`.
+    """
+
+    # --- glue: implement these three -----------------------------------------------
+
+    @abstractmethod
+    def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
+        """Run one proposed tool call through the plugin's enforcement.
+
+        Give the plugin ``call.approver`` (``approver=``), or answer the framework's own
+        pause with what it returns. Must not raise for a policy outcome: a denial is a
+        message to the model.
+        """
+
+    @abstractmethod
+    def run_tool_batch(self, batch: ToolBatchScenario) -> Sequence[ToolCallOutcome]:
+        """Run the model's calls of one message through the plugin, as the framework
+        runs a batch; answer any pause with ``batch.approver`` and resume the run the
+        framework's way. Return one outcome per call, in order."""
+
+    @abstractmethod
+    def routes_around_the_guard(self, policy: PolicyHarness) -> Sequence[RouteAttempt]:
+        """Try every route the framework offers to run an effect without the guard.
+
+        At least: an agent given a tool that has no declaration. Then each route the
+        framework has (code execution, retrieved tools, output functions, handoffs, ...):
+        build the governed agent with it and, when the build is accepted, make the
+        framework take the route. Report each attempt; the check requires each to be
+        refused when built, or judged (audited) when taken.
+        """
+
+    # --- the scenarios ----------------------------------------------------------------
+
+    def tool_call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        policy: PolicyHarness | None = None,
+        tools: list[ConformanceTool] | None = None,
+        approvals: Sequence[ApprovalRecord] = (),
+        *,
+        approver: ScenarioApprover | None = None,
+        call_id: str = "call-1",
+    ) -> tuple[ToolCallScenario, PolicyHarness]:
+        """A tool-call scenario; pass ``policy`` and ``tools`` to share them across calls."""
+        tools = tools if tools is not None else conformance_tools()
+        policy = policy if policy is not None else _build_policy(tools)
+        tool = next(t for t in tools if t.name == name)
+        scenario = ToolCallScenario(
+            tool=tool,
+            arguments=dict(arguments),
+            tools=tools,
+            pep=policy.pep,
+            registry=policy.registry,
+            context=policy.context,
+            approvals=tuple(approvals),
+            approver=approver if approver is not None else ScenarioApprover(approvals),
+            call_id=call_id,
+        )
+        return scenario, policy
+
+    def policy(self, tools: Sequence[ConformanceTool]) -> PolicyHarness:
+        """A fresh policy harness over ``tools``."""
+        return _build_policy(tools)
+
+    def test_5_denied_call_never_executes_and_the_model_sees_a_denial(self) -> None:
+        call, policy = self.tool_call("delete_file", {"path": "notes.txt"})
+        outcome = self.run_tool_call(call)
+        assert call.tool.calls == [], "a denied call executed"
+        assert outcome.is_error, f"a denial must reach the model as an error: {outcome}"
+        assert "denied" in outcome.message.lower(), outcome
+        assert outcome.approval_requested is None
+        digest = policy.digest("delete_file", {"path": "notes.txt"})
+        assert (digest, "DENY") in policy.audited(), policy.audited()
+
+    def test_6_an_approval_cannot_be_used_for_another_action(self) -> None:
+        tools = conformance_tools()
+        policy = _build_policy(tools)
+        approved = {"command": "ls"}
+        other = {"command": "rm -rf build"}
+        digest = policy.digest("run_command", approved)
+
+        # Without an approval the call pauses and shows the approver its digest.
+        call, _ = self.tool_call("run_command", approved, policy, tools)
+        outcome = self.run_tool_call(call)
+        assert outcome.approval_requested == digest, outcome
+        assert call.tool.calls == [], "a call awaiting approval executed"
+
+        # The approval for `ls` presented for another command authorises nothing.
+        call, _ = self.tool_call(
+            "run_command", other, policy, tools, approvals=(policy.issue(digest),)
+        )
+        outcome = self.run_tool_call(call)
+        assert call.tool.calls == [], "an approval for one action authorised another"
+        assert outcome.is_error, outcome
+        # A plugin that asks shows the digest of the call it asks about, never another.
+        assert outcome.approval_requested in (None, policy.digest("run_command", other)), outcome
+
+        # Positive control: a fresh approval for exactly this action lets it run, once.
+        call, _ = self.tool_call(
+            "run_command", approved, policy, tools, approvals=(policy.issue(digest),)
+        )
+        outcome = self.run_tool_call(call)
+        assert call.tool.calls == [approved], (
+            f"an approval for exactly this action did not let it run once: {outcome}"
+        )
+        assert not outcome.is_error, outcome
+
+    def test_7_every_decision_lands_in_the_audit_log(self) -> None:
+        tools = conformance_tools()
+        policy = _build_policy(tools)
+        calls = [
+            ("get_weather", {"city": "Lisbon"}, "ALLOW"),
+            ("delete_file", {"path": "notes.txt"}, "DENY"),
+        ]
+        for name, arguments, _ in calls:
+            call, _ = self.tool_call(name, arguments, policy, tools)
+            self.run_tool_call(call)
+        audited = policy.audited()
+        for name, arguments, result in calls:
+            digest = policy.digest(name, arguments)
+            assert (digest, result) in audited, (
+                f"no {result} audit record for {name} ({digest}): {audited}"
+            )
+        gated = {"command": "ls"}
+        digest = policy.digest("run_command", gated)
+        call, _ = self.tool_call("run_command", gated, policy, tools)
+        self.run_tool_call(call)
+        assert digest in [d for d, _ in policy.audited()], (
+            "the decision that asked for an approval was not audited"
+        )
+        call, _ = self.tool_call(
+            "run_command", gated, policy, tools, approvals=(policy.issue(digest),)
+        )
+        self.run_tool_call(call)
+        assert call.tool.calls == [gated]
+        assert sum(1 for d, _ in policy.audited() if d == digest) >= 2, (
+            "the approved execution was not audited"
+        )
+
+    def test_6b_the_approver_is_shown_one_request_shape(self) -> None:
+        tools = conformance_tools()
+        policy = _build_policy(tools)
+        arguments = {"command": "ls"}
+        call, _ = self.tool_call("run_command", arguments, policy, tools)
+        outcome = self.run_tool_call(call)
+        assert call.tool.calls == [], "a call whose approver gave nothing executed"
+        assert call.approver.requests, f"the approver was never asked: {outcome}"
+        request = call.approver.requests[-1]
+        from jevqueue.policy._approval_request import ApprovalRequest
+
+        assert type(request) is ApprovalRequest, (
+            f"the approver must be shown jevqueue's ApprovalRequest, not {type(request)}"
+        )
+        assert request.tool == "run_command", request
+        assert dict(request.arguments) == arguments, request
+        assert request.action_digest == policy.digest("run_command", arguments), request
+        assert request.context == policy.context, request
+        assert request.reasons, "the request must say why the policy asks for an approval"
+
+    def test_8_the_tool_receives_the_resolved_path_it_was_judged_with(self) -> None:
+        tools = policy_tools()
+        policy = _build_policy(tools)
+        root = os.path.realpath(policy.context.workspace)
+        elsewhere = tempfile.mkdtemp(prefix="jevqueue-conformance-cwd-")
+        written = ["notes/today.txt", ".bashrc"]
+        before = os.getcwd()
+        os.chdir(elsewhere)  # a tool that opens a relative path would write here
+        try:
+            for index, path in enumerate(written):
+                call, _ = self.tool_call(
+                    "write_note",
+                    {"path": path, "text": "hello"},
+                    policy,
+                    tools,
+                    call_id=f"call-{index}",
+                )
+                outcome = self.run_tool_call(call)
+                assert not outcome.is_error, f"an allowed write was refused: {outcome}"
+        finally:
+            os.chdir(before)
+        note = next(t for t in tools if t.name == "write_note")
+        received = [call["path"] for call in note.calls]
+        assert received == [os.path.join(root, path) for path in written], (
+            f"the tool must receive the resolved absolute path the policy judged, not the "
+            f"path as the model wrote it: received {received}"
+        )
+        assert all(call["text"] == "hello" for call in note.calls), note.calls
+
+    def test_9_a_replayed_approval_is_refused_as_already_used(self) -> None:
+        tools = conformance_tools()
+        policy = _build_policy(tools)
+        arguments = {"command": "ls"}
+        record = policy.issue(policy.digest("run_command", arguments))
+        call, _ = self.tool_call("run_command", arguments, policy, tools, approvals=(record,))
+        first = self.run_tool_call(call)
+        assert call.tool.calls == [arguments], f"the approved call did not run once: {first}"
+        call, _ = self.tool_call(
+            "run_command", arguments, policy, tools, approvals=(record,), call_id="call-2"
+        )
+        again = self.run_tool_call(call)
+        assert call.tool.calls == [arguments], "a replayed approval record ran the call again"
+        assert again.is_error, again
+        assert "already used" in again.message, (
+            f"a replayed record must be refused as already used, and say so: {again.message!r}"
+        )
+
+    def test_10_an_approver_that_fails_is_reported_with_its_own_error(self) -> None:
+        tools = conformance_tools()
+        policy = _build_policy(tools)
+        failing = ScenarioApprover(fail=RuntimeError("the pager service is unreachable"))
+        call, _ = self.tool_call("run_command", {"command": "ls"}, policy, tools, approver=failing)
+        outcome = self.run_tool_call(call)
+        assert call.tool.calls == [], "a call whose approver failed executed"
+        assert outcome.is_error, outcome
+        assert "the pager service is unreachable" in outcome.message, (
+            f"the approver's own error must reach the model: {outcome.message!r}"
+        )
+        assert "RuntimeError" in outcome.message, outcome.message
+
+    def test_11_each_call_of_a_batch_runs_once_across_pause_and_resume(self) -> None:
+        tools = policy_tools()
+        policy = _build_policy(tools)
+        calls = [
+            ("get_weather", {"city": "Lisbon"}, "call-a"),
+            ("run_command", {"command": "ls"}, "call-b"),
+            ("write_note", {"path": "notes/batch.txt", "text": "once"}, "call-c"),
+        ]
+        batch = ToolBatchScenario(
+            calls=[(name, dict(arguments), call_id) for name, arguments, call_id in calls],
+            tools=tools,
+            pep=policy.pep,
+            registry=policy.registry,
+            context=policy.context,
+            approver=ScenarioApprover(issue=policy.issue),
+        )
+        outcomes = list(self.run_tool_batch(batch))
+        assert len(outcomes) == len(calls), outcomes
+        assert [o.is_error for o in outcomes] == [False] * len(calls), outcomes
+        ran = {t.name: len(t.calls) for t in tools}
+        assert ran == {"get_weather": 1, "run_command": 1, "write_note": 1, "delete_file": 0}, (
+            f"each call of the batch must run exactly once across the pause: {ran}"
+        )
+        assert [r.action_digest for r in batch.approver.requests][-1:] == [
+            policy.digest("run_command", {"command": "ls"})
+        ], batch.approver.requests
+
+    def test_12_every_route_around_the_guard_is_refused_or_judged(self) -> None:
+        tools = conformance_tools()
+        policy = _build_policy(tools)
+        attempts = list(self.routes_around_the_guard(policy))
+        assert attempts, "the glue reported no route: at least the undeclared tool is one"
+        assert any("undeclared" in a.route for a in attempts), attempts
+        for attempt in attempts:
+            assert attempt.refused or attempt.audited, (
+                f"a route around the guard was neither refused nor judged: {attempt}"
+            )
+            assert not attempt.ran or attempt.audited, f"an effect ran unjudged: {attempt}"
+            if attempt.refused:
+                assert attempt.error, f"a refusal must say why: {attempt}"
+
+
+class PluginConformance(PolicyConformance):
+    """Every conformance check; subclass it as ``Test<Framework>Conformance``.
+
+    Implement :meth:`run_turn` and the policy half's glue (:meth:`run_tool_call`,
+    :meth:`run_tool_batch`, :meth:`routes_around_the_guard`). Override
+    :attr:`user_message` only if the framework needs a different first turn.
     """
 
     user_message = "What is the weather in Lisbon today?"
-
-    # --- glue: implement these two ------------------------------------------------
 
     @abstractmethod
     def run_turn(self, turn: TurnScenario) -> TurnOutcome:
@@ -496,15 +891,6 @@ class PluginConformance(ABC):
         Raise whatever the plugin raises (a disobeyed constraint must surface as
         :class:`~jevqueue.errors.ProviderDisobeyedError`).
         """
-
-    @abstractmethod
-    def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
-        """Run one proposed tool call through the plugin's enforcement.
-
-        Must not raise for a policy outcome: a denial is a message to the model.
-        """
-
-    # --- the scenarios ----------------------------------------------------------------
 
     def make_governor(
         self,
@@ -553,30 +939,7 @@ class PluginConformance(ABC):
         )
         return scenario, policy
 
-    def tool_call(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        policy: PolicyHarness | None = None,
-        tools: list[ConformanceTool] | None = None,
-        approvals: Sequence[ApprovalRecord] = (),
-    ) -> tuple[ToolCallScenario, PolicyHarness]:
-        """A tool-call scenario; pass ``policy`` and ``tools`` to share them across calls."""
-        tools = tools if tools is not None else conformance_tools()
-        policy = policy if policy is not None else _build_policy(tools)
-        tool = next(t for t in tools if t.name == name)
-        scenario = ToolCallScenario(
-            tool=tool,
-            arguments=dict(arguments),
-            tools=tools,
-            pep=policy.pep,
-            registry=policy.registry,
-            context=policy.context,
-            approvals=tuple(approvals),
-        )
-        return scenario, policy
-
-    # --- the seven checks ---------------------------------------------------------
+    # --- the model-turn checks ------------------------------------------------------
 
     def test_1_forced_route_reaches_the_provider_constrained(self) -> None:
         turn, _ = self.turn(
@@ -675,79 +1038,4 @@ class PluginConformance(ABC):
         assert outcome.tool_calls == ()
         assert outcome.model_id == LOCAL_MODEL_ID, (
             f"a locally built response must be stamped {LOCAL_MODEL_ID!r}: {outcome}"
-        )
-
-    def test_5_denied_call_never_executes_and_the_model_sees_a_denial(self) -> None:
-        call, policy = self.tool_call("delete_file", {"path": "notes.txt"})
-        outcome = self.run_tool_call(call)
-        assert call.tool.calls == [], "a denied call executed"
-        assert outcome.is_error, f"a denial must reach the model as an error: {outcome}"
-        assert "denied" in outcome.message.lower(), outcome
-        assert outcome.approval_requested is None
-        digest = policy.digest("delete_file", {"path": "notes.txt"})
-        assert (digest, "DENY") in policy.audited(), policy.audited()
-
-    def test_6_an_approval_cannot_be_used_for_another_action(self) -> None:
-        tools = conformance_tools()
-        policy = _build_policy(tools)
-        approved = {"command": "ls"}
-        other = {"command": "rm -rf build"}
-        digest = policy.digest("run_command", approved)
-
-        # Without an approval the call pauses and shows the approver its digest.
-        call, _ = self.tool_call("run_command", approved, policy, tools)
-        outcome = self.run_tool_call(call)
-        assert outcome.approval_requested == digest, outcome
-        assert call.tool.calls == [], "a call awaiting approval executed"
-
-        # The approval for `ls` presented for another command authorises nothing.
-        call, _ = self.tool_call(
-            "run_command", other, policy, tools, approvals=(policy.issue(digest),)
-        )
-        outcome = self.run_tool_call(call)
-        assert call.tool.calls == [], "an approval for one action authorised another"
-        assert outcome.is_error, outcome
-        # A plugin that asks shows the digest of the call it asks about, never another.
-        assert outcome.approval_requested in (None, policy.digest("run_command", other)), outcome
-
-        # Positive control: a fresh approval for exactly this action lets it run, once.
-        call, _ = self.tool_call(
-            "run_command", approved, policy, tools, approvals=(policy.issue(digest),)
-        )
-        outcome = self.run_tool_call(call)
-        assert call.tool.calls == [approved], (
-            f"an approval for exactly this action did not let it run once: {outcome}"
-        )
-        assert not outcome.is_error, outcome
-
-    def test_7_every_decision_lands_in_the_audit_log(self) -> None:
-        tools = conformance_tools()
-        policy = _build_policy(tools)
-        calls = [
-            ("get_weather", {"city": "Lisbon"}, "ALLOW"),
-            ("delete_file", {"path": "notes.txt"}, "DENY"),
-        ]
-        for name, arguments, _ in calls:
-            call, _ = self.tool_call(name, arguments, policy, tools)
-            self.run_tool_call(call)
-        audited = policy.audited()
-        for name, arguments, result in calls:
-            digest = policy.digest(name, arguments)
-            assert (digest, result) in audited, (
-                f"no {result} audit record for {name} ({digest}): {audited}"
-            )
-        gated = {"command": "ls"}
-        digest = policy.digest("run_command", gated)
-        call, _ = self.tool_call("run_command", gated, policy, tools)
-        self.run_tool_call(call)
-        assert digest in [d for d, _ in policy.audited()], (
-            "the decision that asked for an approval was not audited"
-        )
-        call, _ = self.tool_call(
-            "run_command", gated, policy, tools, approvals=(policy.issue(digest),)
-        )
-        self.run_tool_call(call)
-        assert call.tool.calls == [gated]
-        assert sum(1 for d, _ in policy.audited() if d == digest) >= 2, (
-            "the approved execution was not audited"
         )

@@ -1,0 +1,674 @@
+"""The guard: where the policy layer meets a running agent, written once for every plugin.
+
+Every plugin's tool-call half is a thin adapter of one :class:`Guard`::
+
+    framework about to run a tool ─▶ plugin adapter (the framework's idiom only)
+       └▶ guard.check(tool, arguments, call_id)     Action.build → PEP → Judgement:
+            │                                        allowed (arguments to run, paths
+            │                                        resolved) | refused (message) | pending
+            │   approval ─▶ approver(ApprovalRequest) one protocol, in every plugin
+            └▶ guard.run(judgement, execute)         runs the judged arguments, at most once
+
+For one call, :meth:`Guard.judge`:
+
+1. copies the raw arguments (the policy judges a private copy; nothing a rule does to it
+   reaches the tool) and builds the canonical :class:`~jevqueue.policy.Action` — an
+   undeclared tool, non-canonical or schema-breaking arguments, a path that cannot be
+   resolved: refused before evaluation, and audited;
+2. asks the PEP, which audits every decision, offering the approval records it was given;
+3. answers a :class:`Judgement`: **allowed** with the arguments to run (the judged ones,
+   each path field holding the resolved absolute path the policy judged unless the tool is
+   declared ``paths_as_written``), **refused** with the message the model reads, or
+   **pending** with the :class:`~jevqueue.policy.ApprovalRequest` a person must answer.
+
+:meth:`Guard.check` (and :meth:`Guard.acheck`, which awaits an ``async`` approver) goes one
+step further for a pending call: it asks the approver and judges again with the records
+it gives. Frameworks with a native pause use :meth:`Guard.judge` and pause on *pending*,
+then judge again with the records the person gave when the run resumes.
+
+Neither ever raises an ``Exception``: whatever goes wrong inside the check — the registry,
+the PEP, the approver — is a refusal whose message names the failure, so nothing of ours
+can fall into a framework's fail-open path.
+
+:meth:`Guard.run` runs an allowed judgement's arguments through the framework's own
+executor, once: a call whose id already ran (a framework that re-executes a whole batch
+when it resumes after a pause) gets the first run's result again, not a second effect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from jevqueue.errors import (
+    ApprovalRequiredError,
+    ConfigurationError,
+    JevError,
+    PolicyDeniedError,
+    UnfulfilledObligationError,
+    UnregisteredToolError,
+)
+from jevqueue.policy._action import Action
+from jevqueue.policy._approval_request import (
+    ApprovalRequest,
+    Approver,
+    approval_records,
+    check_approver,
+)
+from jevqueue.policy._context import ExecutionContext
+from jevqueue.policy._registry import ToolRegistry, ToolSpec, registry_from_specs
+from jevqueue.policy._verdict import VerdictKind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.policy._pep import PolicyEnforcementPoint
+    from jevqueue.policy._verdict import Verdict
+
+__all__ = ["Guard", "Judgement", "JudgementKind"]
+
+T = TypeVar("T")
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_RAN_LIMIT = 4096  # call ids remembered as run, for frameworks that re-execute a batch
+
+
+class JudgementKind(str, Enum):
+    """What the guard decided for one call."""
+
+    ALLOWED = "allowed"
+    REFUSED = "refused"
+    PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The guard's answer for one call. Build one only through :class:`Guard`.
+
+    Attributes:
+        kind: allowed, refused, or pending (an approval is needed).
+        tool: The tool called.
+        call_id: The framework's id of the call, when it has one.
+        arguments: For an allowed call, the arguments to run it with (read-only): what
+            was judged, each path field as the policy resolved it. Empty otherwise.
+        message: For a refused call, the text the model reads instead of a result.
+        action: The canonical action, when it could be built.
+        verdict: The PEP's final verdict, when the PEP was reached.
+        request: The approval request: the one to answer when pending, the one the
+            approver was shown otherwise.
+        error: For a check that failed, the failure (``repr``), else ``None``.
+    """
+
+    kind: JudgementKind
+    tool: str
+    call_id: str | None = None
+    arguments: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    message: str = ""
+    action: Action | None = None
+    verdict: Verdict | None = None
+    request: ApprovalRequest | None = None
+    error: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        """True when the call may run, with :meth:`run_arguments`."""
+        return self.kind is JudgementKind.ALLOWED
+
+    @property
+    def refused(self) -> bool:
+        """True when the call must not run; :attr:`message` says why."""
+        return self.kind is JudgementKind.REFUSED
+
+    @property
+    def pending(self) -> bool:
+        """True when the call waits for an approval of :attr:`request`."""
+        return self.kind is JudgementKind.PENDING
+
+    @property
+    def action_digest(self) -> str | None:
+        """The canonical action's digest, when the action could be built."""
+        return self.action.digest if self.action is not None else None
+
+    @property
+    def approval_requested(self) -> str | None:
+        """The digest the approver was asked about (or must be asked about), if any."""
+        return self.request.action_digest if self.request is not None else None
+
+    def run_arguments(self) -> dict[str, Any]:
+        """A fresh, mutable copy of :attr:`arguments` for one execution of the tool."""
+        return _copy(self.arguments)
+
+
+class Guard:
+    """Judges each tool call with the PEP, asks the approver, and runs what was judged once.
+
+    Args:
+        pep: The policy enforcement point (it audits every decision).
+        specs: One declaration per tool (each plugin's ``tool_spec(...)``, or
+            :func:`jevqueue.load_tools_file`). A call of an undeclared tool is refused.
+        context: The execution context (an ``ExecutionContext`` or a mapping of its
+            fields); validated now, so a bad context fails here, not on the first call.
+        approver: Who approves calls that need an explicit approval
+            (:class:`~jevqueue.policy.Approver`, plain or ``async``). Without one,
+            :meth:`check` refuses such calls with a message saying how to add one;
+            :meth:`judge` leaves them pending for a framework's own pause.
+        owner: The plugin entry point named in configuration errors.
+        history: How many judgements :attr:`judgements` keeps.
+
+    Raises:
+        ConfigurationError: ``pep`` is not a PEP, ``specs`` is not a collection of
+            ``ToolSpec`` (or declares a tool twice), or ``approver`` is not callable.
+        InvalidContextError: ``context`` is incomplete or ambient.
+    """
+
+    def __init__(
+        self,
+        pep: PolicyEnforcementPoint,
+        *,
+        specs: Iterable[ToolSpec] | ToolRegistry,
+        context: ExecutionContext | Mapping[str, Any],
+        approver: Approver | None = None,
+        owner: str = "Guard",
+        history: int = 1000,
+    ) -> None:
+        if not callable(getattr(pep, "enforce", None)):
+            raise ConfigurationError(
+                f"{owner} needs a jevqueue PolicyEnforcementPoint (an object with "
+                f"enforce(action, approval_records)); got {type(pep).__name__}"
+            )
+        self.pep = pep
+        self.owner = owner
+        self.registry = registry_from_specs(specs, owner=owner)
+        self.context = ExecutionContext.coerce(context)
+        self.approver = check_approver(approver)
+        self.judgements: deque[Judgement] = deque(maxlen=history)
+        self._lock = threading.Lock()
+        self._ran: OrderedDict[tuple[str, str], tuple[bool, Any]] = OrderedDict()
+
+    # --- declarations -----------------------------------------------------------------
+
+    def declares(self, name: str) -> bool:
+        """True when ``name`` has a declaration (a registry that fails is judged per call)."""
+        try:
+            self.registry.get(name)
+        except UnregisteredToolError:
+            return False
+        except Exception:  # refused (fail closed) when called, with the failure audited
+            return True
+        return True
+
+    def require_declared(self, names: Iterable[str], how: str = "") -> None:
+        """Refuse, when the agent is built, tools that could never be judged.
+
+        Raises:
+            ConfigurationError: some of ``names`` have no declaration.
+        """
+        missing = sorted({name for name in names if not self.declares(name)})
+        if missing:
+            raise ConfigurationError(
+                f"{self.owner}: tools {missing} have no policy declaration, so they could never "
+                "run: declare each once with the plugin's tool_spec(tool, side_effects=..., "
+                f"path_fields=...) and pass specs=[...]{how}"
+            )
+
+    @property
+    def last(self) -> Judgement | None:
+        """The most recent judgement, or ``None`` before the first call."""
+        with self._lock:
+            return self.judgements[-1] if self.judgements else None
+
+    # --- judging ------------------------------------------------------------------------
+
+    def judge(
+        self,
+        tool: str,
+        arguments: Any,
+        call_id: str | None = None,
+        *,
+        records: Sequence[Any] = (),
+        context: ExecutionContext | Mapping[str, Any] | None = None,
+    ) -> Judgement:
+        """Judge one call once, without asking the approver. Never raises an ``Exception``.
+
+        Args:
+            tool: The tool's name as the framework dispatches it.
+            arguments: The raw arguments (a mapping; ``None`` is no arguments).
+            call_id: The framework's id of the call, when it has one.
+            records: Approval records for this call (after a pause, what the person gave;
+                the dicts ``jevqueue approve`` prints are read as records).
+            context: This call's context, when it is not the guard's.
+
+        Returns:
+            Allowed; refused; or pending, when an approval is needed and no ``records``
+            were given (records that do not authorise the call make it refused, with the
+            records' own refusal — "already used", "approves another action" — first).
+        """
+        try:
+            outcome = self._judge(tool, arguments, call_id, records, context)
+        except Exception as error:  # fail closed: a failed check is a refusal
+            outcome = self._failed(tool, call_id, error, context)
+        return self._keep(outcome)
+
+    def check(
+        self,
+        tool: str,
+        arguments: Any,
+        call_id: str | None = None,
+        *,
+        records: Sequence[Any] = (),
+        context: ExecutionContext | Mapping[str, Any] | None = None,
+    ) -> Judgement:
+        """Judge one call, asking a plain approver when an approval is needed.
+
+        Never raises an ``Exception``; never answers pending. An ``async`` approver cannot
+        be awaited here: the call is refused with a message saying to run asynchronously.
+        """
+        first = self.judge(tool, arguments, call_id, records=records, context=context)
+        if not first.pending:
+            return first
+        try:
+            answer = self._ask(first)
+            if inspect.isawaitable(answer):
+                _close(answer)
+                raise ConfigurationError(
+                    "the approver is async and this framework checks calls synchronously: "
+                    "run the agent asynchronously, or give a plain approver"
+                )
+            outcome = self._answered(first, answer, context)
+        except Exception as error:
+            outcome = self._failed(tool, call_id, error, context, first.request)
+        return self._keep(outcome)
+
+    async def acheck(
+        self,
+        tool: str,
+        arguments: Any,
+        call_id: str | None = None,
+        *,
+        records: Sequence[Any] = (),
+        context: ExecutionContext | Mapping[str, Any] | None = None,
+    ) -> Judgement:
+        """Like :meth:`check`, awaiting the approver when it is ``async``."""
+        first = self.judge(tool, arguments, call_id, records=records, context=context)
+        if not first.pending:
+            return first
+        try:
+            answer = self._ask(first)
+            if inspect.isawaitable(answer):
+                try:
+                    answer = await answer
+                except ApprovalRequiredError as declined:
+                    answer = declined
+            outcome = self._answered(first, answer, context)
+        except Exception as error:
+            outcome = self._failed(tool, call_id, error, context, first.request)
+        return self._keep(outcome)
+
+    def resume(
+        self,
+        pending: Judgement,
+        answer: Any,
+        *,
+        context: ExecutionContext | Mapping[str, Any] | None = None,
+    ) -> Judgement:
+        """Judge a paused call again with what the person answered (records, ``None``, or
+        an :class:`~jevqueue.errors.ApprovalDeclinedError`). Never raises an ``Exception``."""
+        try:
+            if pending.request is None or pending.action is None:
+                raise ConfigurationError("resume() takes a pending judgement of this guard")
+            outcome = self._answered(pending, answer, context)
+        except Exception as error:
+            outcome = self._failed(pending.tool, pending.call_id, error, context, pending.request)
+        return self._keep(outcome)
+
+    # --- running --------------------------------------------------------------------------
+
+    def run(self, judgement: Judgement, execute: Callable[[dict[str, Any]], T]) -> T:
+        """Run an allowed call with its judged arguments, at most once per call id.
+
+        Args:
+            judgement: An allowed judgement of this guard.
+            execute: The framework's way to run the tool, given the arguments to run.
+
+        Returns:
+            What ``execute`` returned; for a call id that already ran, the first run's
+            result (or its exception, raised again) without running it a second time.
+
+        Raises:
+            PolicyDeniedError: ``judgement`` is not allowed.
+        """
+        key = self._run_key(judgement)
+        if key is not None:
+            with self._lock:
+                done = self._ran.get(key)
+            if done is not None:
+                return _replay(done)
+        try:
+            result = execute(judgement.run_arguments())
+        except BaseException as error:
+            self._remember(key, (False, error))
+            raise
+        self._remember(key, (True, result))
+        return result
+
+    async def arun(
+        self, judgement: Judgement, execute: Callable[[dict[str, Any]], Awaitable[T]]
+    ) -> T:
+        """Like :meth:`run`, for an ``async`` executor."""
+        key = self._run_key(judgement)
+        if key is not None:
+            with self._lock:
+                done = self._ran.get(key)
+            if done is not None:
+                return _replay(done)
+        try:
+            result = await execute(judgement.run_arguments())
+        except BaseException as error:
+            self._remember(key, (False, error))
+            raise
+        self._remember(key, (True, result))
+        return result
+
+    def _run_key(self, judgement: Judgement) -> tuple[str, str] | None:
+        if not isinstance(judgement, Judgement) or not judgement.allowed:
+            raise PolicyDeniedError(
+                "only an allowed judgement may run: "
+                + (getattr(judgement, "message", "") or "this one was not allowed"),
+                getattr(judgement, "verdict", None),
+            )
+        if judgement.call_id is None or judgement.action is None:
+            return None
+        return (judgement.call_id, judgement.action.digest)
+
+    def _remember(self, key: tuple[str, str] | None, outcome: tuple[bool, Any]) -> None:
+        if key is None:
+            return
+        with self._lock:
+            self._ran[key] = outcome
+            while len(self._ran) > _RAN_LIMIT:
+                self._ran.popitem(last=False)
+
+    # --- the steps --------------------------------------------------------------------
+
+    def _context(self, context: ExecutionContext | Mapping[str, Any] | None) -> ExecutionContext:
+        return self.context if context is None else ExecutionContext.coerce(context)
+
+    def _judge(
+        self,
+        tool: str,
+        arguments: Any,
+        call_id: str | None,
+        records: Sequence[Any],
+        context: ExecutionContext | Mapping[str, Any] | None,
+    ) -> Judgement:
+        ctx = self._context(context)
+        name = tool if type(tool) is str else str(tool)
+        judged = _plain(arguments)
+        try:
+            action = Action.build(self.registry, name, judged, ctx)
+        except JevError as rejected:
+            self._audit_rejection(name, ctx, rejected)
+            return _refused(
+                name,
+                call_id,
+                f"it was refused before evaluation: {rejected}",
+                error=repr(rejected),
+            )
+        given = approval_records(records) if records else ()
+        try:
+            verdict = self.pep.enforce(action, given)
+        except UnfulfilledObligationError as unmet:
+            request = ApprovalRequest.of(action, unmet.verdict, call_id)
+            if given:
+                return _refused(
+                    name,
+                    call_id,
+                    _approval_refusal(action, unmet.verdict),
+                    action=action,
+                    verdict=unmet.verdict,
+                    request=request,
+                )
+            return Judgement(
+                JudgementKind.PENDING,
+                name,
+                call_id,
+                action=action,
+                verdict=unmet.verdict,
+                request=request,
+            )
+        except PolicyDeniedError as denied:
+            return _refused(
+                name, call_id, _reasons(denied.verdict), action=action, verdict=denied.verdict
+            )
+        return _settled(action, judged, call_id, verdict, None)
+
+    def _ask(self, pending: Judgement) -> Any:
+        if self.approver is None:
+            return _NoApprover()
+        assert pending.request is not None
+        try:
+            return self.approver(pending.request)
+        except ApprovalRequiredError as declined:
+            return declined
+
+    def _answered(
+        self,
+        pending: Judgement,
+        answer: Any,
+        context: ExecutionContext | Mapping[str, Any] | None,
+    ) -> Judgement:
+        action, request = pending.action, pending.request
+        assert action is not None and request is not None
+        name, call_id = pending.tool, pending.call_id
+        if isinstance(answer, _NoApprover):
+            return _refused(
+                name,
+                call_id,
+                f"it needs an explicit approval of action {action.digest} and no approver is "
+                "configured: pass approver=<a callable that returns ApprovalRecord(s) for the "
+                "ApprovalRequest it is shown>",
+                action=action,
+                verdict=pending.verdict,
+            )
+        if isinstance(answer, ApprovalRequiredError):
+            return _refused(
+                name,
+                call_id,
+                f"the approver declined: {answer}",
+                action=action,
+                verdict=pending.verdict,
+                request=request,
+            )
+        records = approval_records(answer)
+        if not records:
+            return _refused(
+                name,
+                call_id,
+                f"it needs an explicit approval of action {action.digest} and the approver "
+                "gave none",
+                action=action,
+                verdict=pending.verdict,
+                request=request,
+            )
+        try:
+            verdict = self.pep.enforce(action, records)
+        except UnfulfilledObligationError as still:
+            return _refused(
+                name,
+                call_id,
+                _approval_refusal(action, still.verdict),
+                action=action,
+                verdict=still.verdict,
+                request=request,
+            )
+        except PolicyDeniedError as denied:
+            return _refused(
+                name,
+                call_id,
+                _reasons(denied.verdict),
+                action=action,
+                verdict=denied.verdict,
+                request=request,
+            )
+        return _settled(action, dict(action.arguments), call_id, verdict, request)
+
+    def _failed(
+        self,
+        tool: Any,
+        call_id: str | None,
+        error: Exception,
+        context: Any,
+        request: ApprovalRequest | None = None,
+    ) -> Judgement:
+        name = _safe_name(tool)
+        if request is None:
+            # Refused either way; the PEP logs its own failures.
+            with contextlib.suppress(Exception):
+                self._audit_rejection(name, self._context(context), error)
+        where = (
+            "the approver failed" if request is not None else "the policy check could not complete"
+        )
+        return _refused(
+            name,
+            call_id,
+            f"{where} ({type(error).__name__}: {error})",
+            error=repr(error),
+            request=request,
+        )
+
+    def _keep(self, outcome: Judgement) -> Judgement:
+        with self._lock:
+            self.judgements.append(outcome)
+        return outcome
+
+    def _audit_rejection(self, name: str, context: ExecutionContext, error: BaseException) -> None:
+        audit = getattr(self.pep, "audit_rejection", None)
+        if callable(audit):
+            audit(name, context, error)
+
+
+class _NoApprover:
+    """The answer when no approver is configured."""
+
+
+def refusal_message(tool: str, why: str) -> str:
+    """The one sentence every plugin's model reads for a refused call."""
+    return f"jevqueue denied the call to {tool!r}: {why}; the call was not run"
+
+
+def _refused(
+    tool: str,
+    call_id: str | None,
+    why: str,
+    *,
+    action: Action | None = None,
+    verdict: Verdict | None = None,
+    request: ApprovalRequest | None = None,
+    error: str | None = None,
+) -> Judgement:
+    return Judgement(
+        JudgementKind.REFUSED,
+        tool,
+        call_id,
+        message=refusal_message(tool, why),
+        action=action,
+        verdict=verdict,
+        request=request,
+        error=error,
+    )
+
+
+def _settled(
+    action: Action,
+    judged: dict[str, Any],
+    call_id: str | None,
+    verdict: Verdict,
+    request: ApprovalRequest | None,
+) -> Judgement:
+    if verdict.kind is VerdictKind.REPAIR:
+        return _refused(
+            action.tool,
+            call_id,
+            "the policy proposes a repaired call instead, which was not run: "
+            f"{dict(verdict.repaired or {})!r}; make that call if it does what you need",
+            action=action,
+            verdict=verdict,
+            request=request,
+        )
+    if not verdict.allowed:
+        return _refused(
+            action.tool, call_id, _reasons(verdict), action=action, verdict=verdict, request=request
+        )
+    return Judgement(
+        JudgementKind.ALLOWED,
+        action.tool,
+        call_id,
+        arguments=MappingProxyType(action.arguments_to_run(judged)),
+        action=action,
+        verdict=verdict,
+        request=request,
+    )
+
+
+def _reasons(verdict: Verdict) -> str:
+    return "; ".join(verdict.reasons) or "the policy did not allow it"
+
+
+def _approval_refusal(action: Action, verdict: Verdict) -> str:
+    """Why the records given did not authorise the call, the records' own refusals first."""
+    refusals = [
+        reason
+        for reason in verdict.reasons
+        if reason.startswith("approval record #") or reason.startswith("the approvals could not")
+    ]
+    if refusals:
+        return "the approval given was refused: " + "; ".join(refusals)
+    return f"the approval given does not authorise this exact action ({action.digest}): " + (
+        _reasons(verdict)
+    )
+
+
+def _plain(arguments: Any) -> dict[str, Any]:
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, Mapping):
+        raise ConfigurationError(
+            f"tool arguments must be a mapping of names to values, not {type(arguments).__name__}"
+        )
+    # The policy judges a private copy: nothing a rule does to it can change what runs.
+    return _copy(arguments)
+
+
+def _copy(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A private copy, as ``copy.deepcopy`` makes it; flat arguments need only one level."""
+    for value in arguments.values():
+        if type(value) not in _SCALARS:
+            return copy.deepcopy(dict(arguments))
+    return dict(arguments)
+
+
+def _replay(done: tuple[bool, Any]) -> Any:
+    returned, value = done
+    if returned:
+        return value
+    raise value
+
+
+def _safe_name(tool: Any) -> str:
+    try:
+        return tool if type(tool) is str else str(tool)
+    except Exception:
+        return "<unnamed tool>"
+
+
+def _close(awaitable: Any) -> None:
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()
