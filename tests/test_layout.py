@@ -69,9 +69,16 @@ def test_public_names_resolve_and_are_pinned() -> None:
 
     for name in jevqueue.__all__:
         assert getattr(jevqueue, name) is not None, name
+    assert jevqueue.Path.TOOL.value == "tool"  # the contract's name, outside __all__
     assert set(jevqueue.__all__) >= {
         "Governor",
-        "Path",
+        "Guard",
+        "Judgement",
+        "ApprovalRequest",
+        "Approver",
+        "ApprovalDeclinedError",
+        "declare_side_effect",
+        "shipped_policy_path",
         "Ballot",
         "LexicalBallot",
         "Thresholds",
@@ -146,8 +153,17 @@ def test_all_lists_exactly_the_lazy_exports() -> None:
     import jevqueue
 
     assert len(set(jevqueue.__all__)) == len(jevqueue.__all__)
-    assert set(jevqueue.__all__) == {*jevqueue._EXPORTS, "__version__"}
+    # Path resolves but stays out of __all__, so a star import keeps pathlib.Path.
+    assert set(jevqueue.__all__) == {*jevqueue._EXPORTS, "__version__"} - {"Path"}
     assert not set(jevqueue._EXPORTS) & set(jevqueue._COMPATIBLE)
+
+
+def test_a_star_import_keeps_pathlib_path() -> None:
+    namespace: dict[str, object] = {}
+    exec("from pathlib import Path\nfrom jevqueue import *", namespace)
+    import pathlib
+
+    assert namespace["Path"] is pathlib.Path
 
 
 def test_names_the_top_level_once_exported_still_resolve() -> None:

@@ -211,7 +211,8 @@ def check_approver(approver: Any, keyword: str = "approver") -> Approver | None:
             f"{keyword}= must be a callable (ApprovalRequest) -> ApprovalRecord(s) | None, "
             f"plain or async, not {type(approver).__name__}"
         )
-    return approver
+    checked: Approver | None = approver
+    return checked
 
 
 def deprecated_approver(approver: Any, owner: str, **old: Any) -> Approver | None:
@@ -238,4 +239,5 @@ def deprecated_approver(approver: Any, owner: str, **old: Any) -> Approver | Non
                 "pass it once, as approver=..."
             )
         approver = given[name]
-    return check_approver(approver)
+    checked: Approver | None = check_approver(approver)
+    return checked

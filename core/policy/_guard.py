@@ -349,7 +349,8 @@ class Guard:
             with self._lock:
                 done = self._ran.get(key)
             if done is not None:
-                return _replay(done)
+                replayed: T = _replay(done)
+                return replayed
         try:
             result = execute(judgement.run_arguments())
         except BaseException as error:
@@ -367,7 +368,8 @@ class Guard:
             with self._lock:
                 done = self._ran.get(key)
             if done is not None:
-                return _replay(done)
+                again: T = _replay(done)
+                return again
         try:
             result = await execute(judgement.run_arguments())
         except BaseException as error:

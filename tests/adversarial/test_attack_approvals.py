@@ -80,18 +80,23 @@ def test_a_string_or_flag_never_satisfies_an_approval(
     )
 
 
-def test_a_dict_shaped_like_a_genuine_record_does_not_count(
+def test_a_dict_with_a_forged_field_does_not_count(
     tools: GuardedTools, audit: RecordingAuditSink, sandbox: Sandbox, authority: ApprovalAuthority
 ) -> None:
-    record = authority.issue(digest(sandbox, command(sandbox)))
-    assert_refused(
-        tools,
-        audit,
-        "run_command",
-        command(sandbox),
-        records=[record.to_dict()],
-        error=NEEDS_APPROVAL,
-    )
+    # The dict `jevqueue approve` prints is read as the record it is, and checked like one:
+    # a dict whose approver, digest or signature was changed authorises nothing.
+    genuine = authority.issue(digest(sandbox, command(sandbox))).to_dict()
+    for forged in (
+        {**genuine, "approver_id": "mallory"},
+        {**genuine, "signature": genuine["signature"][:-4] + "AAAA"},
+        {**genuine, "action_digest": "sha256:" + "0" * 64},
+        {**genuine, "scope": "everything"},
+    ):
+        assert_refused(
+            tools, audit, "run_command", command(sandbox), records=[forged], error=NEEDS_APPROVAL
+        )
+    tools.call("run_command", command(sandbox), approval_records=[genuine])
+    assert tools.ran == ["run_command"], "the genuine record, as printed, must authorise the call"
 
 
 MISMATCHES = {
