@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover
         Guard,
         Judgement,
         JudgementKind,
+        Outcome,
         refusal_message,
     )
     from jevqueue.policy._pdp import (
@@ -143,6 +144,7 @@ _EXPORTS: dict[str, str] = {
     "Guard": "jevqueue.policy._guard",
     "Judgement": "jevqueue.policy._guard",
     "JudgementKind": "jevqueue.policy._guard",
+    "Outcome": "jevqueue.policy._guard",
     "refusal_message": "jevqueue.policy._guard",
     "EXPLICIT_APPROVAL": "jevqueue.policy._default_rules",
     "RELAXABLE_RULES": "jevqueue.policy._default_rules",
@@ -230,6 +232,7 @@ __all__ = [
     "Judgement",
     "JudgementKind",
     "MissingTargetRule",
+    "Outcome",
     "PathNormalizationRule",
     "PathSpellingRule",
     "PolicyDecisionPoint",

@@ -33,6 +33,7 @@ can fall into a framework's fail-open path.
 :meth:`Guard.run` runs an allowed judgement's arguments through the framework's own
 executor, once: a call whose id already ran (a framework that re-executes a whole batch
 when it resumes after a pause) gets the first run's result again, not a second effect.
+What happened — returned or raised — is kept in :attr:`Guard.outcomes`.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.policy._pep import PolicyEnforcementPoint
     from jevqueue.policy._verdict import Verdict
 
-__all__ = ["Guard", "Judgement", "JudgementKind"]
+__all__ = ["Guard", "Judgement", "JudgementKind", "Outcome"]
 
 T = TypeVar("T")
 
@@ -146,6 +147,25 @@ class Judgement:
         return _copy(self.arguments)
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What happened when the guard ran an allowed call.
+
+    Attributes:
+        tool: The tool run.
+        call_id: The framework's id of the call, when it has one.
+        action_digest: The digest of the action that was judged and run.
+        returned: True when the tool returned, False when it raised.
+        error: For a tool that raised, ``repr`` of its exception.
+    """
+
+    tool: str
+    call_id: str | None
+    action_digest: str | None
+    returned: bool
+    error: str | None = None
+
+
 class Guard:
     """Judges each tool call with the PEP, asks the approver, and runs what was judged once.
 
@@ -189,6 +209,7 @@ class Guard:
         self.context = ExecutionContext.coerce(context)
         self.approver = check_approver(approver)
         self.judgements: deque[Judgement] = deque(maxlen=history)
+        self.outcomes: deque[Outcome] = deque(maxlen=history)
         self._lock = threading.Lock()
         self._ran: OrderedDict[tuple[str, str], tuple[bool, Any]] = OrderedDict()
 
@@ -354,9 +375,9 @@ class Guard:
         try:
             result = execute(judgement.run_arguments())
         except BaseException as error:
-            self._remember(key, (False, error))
+            self._remember(judgement, key, (False, error))
             raise
-        self._remember(key, (True, result))
+        self._remember(judgement, key, (True, result))
         return result
 
     async def arun(
@@ -373,9 +394,9 @@ class Guard:
         try:
             result = await execute(judgement.run_arguments())
         except BaseException as error:
-            self._remember(key, (False, error))
+            self._remember(judgement, key, (False, error))
             raise
-        self._remember(key, (True, result))
+        self._remember(judgement, key, (True, result))
         return result
 
     def _run_key(self, judgement: Judgement) -> tuple[str, str] | None:
@@ -389,13 +410,23 @@ class Guard:
             return None
         return (judgement.call_id, judgement.action.digest)
 
-    def _remember(self, key: tuple[str, str] | None, outcome: tuple[bool, Any]) -> None:
-        if key is None:
-            return
+    def _remember(
+        self, judgement: Judgement, key: tuple[str, str] | None, done: tuple[bool, Any]
+    ) -> None:
+        returned, value = done
+        outcome = Outcome(
+            judgement.tool,
+            judgement.call_id,
+            judgement.action_digest,
+            returned,
+            None if returned else repr(value),
+        )
         with self._lock:
-            self._ran[key] = outcome
-            while len(self._ran) > _RAN_LIMIT:
-                self._ran.popitem(last=False)
+            self.outcomes.append(outcome)
+            if key is not None:
+                self._ran[key] = done
+                while len(self._ran) > _RAN_LIMIT:
+                    self._ran.popitem(last=False)
 
     # --- the steps --------------------------------------------------------------------
 

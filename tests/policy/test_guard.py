@@ -237,6 +237,7 @@ def test_a_call_id_runs_once_even_when_a_batch_is_run_again(guard: Guard) -> Non
     other = guard.check("write_note", {"path": "a.txt", "text": "x"}, "call-2")
     guard.run(other, execute)
     assert len(effects) == 2
+    assert [(o.call_id, o.returned) for o in guard.outcomes] == [("call-1", True), ("call-2", True)]
 
 
 def test_a_failed_run_is_not_run_again_under_the_same_id(guard: Guard) -> None:
@@ -251,6 +252,7 @@ def test_a_failed_run_is_not_run_again_under_the_same_id(guard: Guard) -> None:
         with pytest.raises(OSError, match="disk full"):
             guard.run(judgement, execute)
     assert attempts == [1]
+    assert [(o.returned, o.error) for o in guard.outcomes] == [(False, "OSError('disk full')")]
 
 
 def test_a_refused_judgement_cannot_run(guard: Guard) -> None:
