@@ -101,7 +101,8 @@ class Judgement:
             was judged, each path field as the policy resolved it. Empty otherwise.
         message: For a refused call, the text the model reads instead of a result.
         action: The canonical action, when it could be built.
-        verdict: The PEP's final verdict, when the PEP was reached.
+        verdict: The PEP's final verdict, when the PEP was reached (``None`` for a call id
+            that already ran: it is not judged again, and :meth:`Guard.run` replays it).
         request: The approval request: the one to answer when pending, the one the
             approver was shown otherwise.
         error: For a check that failed, the failure (``repr``), else ``None``.
@@ -349,7 +350,34 @@ class Guard:
             outcome = self._failed(pending.tool, pending.call_id, error, context, pending.request)
         return self._keep(outcome)
 
+    def refuse(
+        self,
+        tool: Any,
+        error: BaseException,
+        call_id: str | None = None,
+        *,
+        context: ExecutionContext | Mapping[str, Any] | None = None,
+    ) -> Judgement:
+        """Refuse, and audit, a call the plugin could not even read into a tool and arguments
+        (arguments that are not JSON, a call without a name). Never raises an ``Exception``."""
+        name = _safe_name(tool)
+        with contextlib.suppress(Exception):
+            self._audit_rejection(name, self._context(context), error)
+        return self._keep(
+            _refused(name, call_id, f"it was refused before evaluation: {error}", error=repr(error))
+        )
+
     # --- running --------------------------------------------------------------------------
+
+    def has_run(self, judgement: Judgement) -> bool:
+        """True when this judgement's call id already ran (``run`` would replay its result)."""
+        if judgement.call_id is None or judgement.action is None:
+            return False
+        return self._ran_before(judgement.call_id, judgement.action.digest)
+
+    def _ran_before(self, call_id: str, digest: str) -> bool:
+        with self._lock:
+            return (call_id, digest) in self._ran
 
     def run(self, judgement: Judgement, execute: Callable[[dict[str, Any]], T]) -> T:
         """Run an allowed call with its judged arguments, at most once per call id.
@@ -453,6 +481,17 @@ class Guard:
                 call_id,
                 f"it was refused before evaluation: {rejected}",
                 error=repr(rejected),
+            )
+        if call_id is not None and self._ran_before(call_id, action.digest):
+            # A framework that re-runs a whole batch on resume asks again about a call that
+            # already ran: it was judged (and approved) then, and run() replays its result;
+            # judging it again would spend a fresh approval on a call that will not run.
+            return Judgement(
+                JudgementKind.ALLOWED,
+                name,
+                call_id,
+                arguments=MappingProxyType(action.arguments_to_run(judged)),
+                action=action,
             )
         given = approval_records(records) if records else ()
         try:

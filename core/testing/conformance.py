@@ -325,8 +325,8 @@ class ScriptedProvider:
 class ConformancePolicy:
     """The suite's policy decision point: decides by tool name, so the verdict is known.
 
-    ``get_weather`` is allowed, ``delete_file`` denied, ``run_command`` allowed only with
-    an ``explicit_approval`` obligation; anything else is denied.
+    ``get_weather`` and ``write_note`` are allowed, ``delete_file`` denied, ``run_command``
+    allowed only with an ``explicit_approval`` obligation; anything else is denied.
     """
 
     revision = "conformance-1"
@@ -338,6 +338,10 @@ class ConformancePolicy:
         if action.tool == "get_weather":
             return Verdict.allow(
                 "conformance: reading the weather is allowed", rule_ids=("conformance.allow",)
+            )
+        if action.tool == "write_note":
+            return Verdict.allow(
+                "conformance: writing a note is allowed", rule_ids=("conformance.allow",)
             )
         if action.tool == "run_command":
             return Verdict.allow_with_obligations(

@@ -301,3 +301,38 @@ def test_an_unknown_side_effect_names_the_public_declaration() -> None:
         ToolSpec.declare("t", side_effects={"teleport"})
     assert "jevqueue.declare_side_effect(name, description)" in str(raised.value)
     assert "_registry" not in str(raised.value)
+
+
+def test_a_call_the_plugin_cannot_read_is_refused_and_audited(
+    guard: Guard, audit: RecordingAuditSink
+) -> None:
+    judgement = guard.refuse("write_note", ValueError("the arguments are not JSON"), "call-9")
+    assert judgement.refused and judgement.call_id == "call-9"
+    assert "the arguments are not JSON" in judgement.message
+    assert [event["rule_ids"] for event in audit.events] == [["jevqueue.pep.input"]]
+
+
+def test_has_run_tells_whether_run_would_replay(guard: Guard) -> None:
+    judgement = guard.check("write_note", {"path": "a.txt", "text": "x"}, "call-1")
+    assert not guard.has_run(judgement)
+    guard.run(judgement, lambda arguments: None)
+    assert guard.has_run(judgement)
+
+
+def test_a_gated_call_that_ran_is_not_asked_about_again_when_its_batch_reruns(
+    guard: Guard, authority: ApprovalAuthority, audit: RecordingAuditSink
+) -> None:
+    approver = AuthorityApprover(authority)
+    guard.approver = approver
+    effects: list[str] = []
+    first = guard.check("terminal", {"command": "ls"}, "call-1")
+    guard.run(first, lambda arguments: effects.append(arguments["command"]))
+    audited = len(audit.events)
+    # The framework resumes and runs the whole batch again: no second approval, no effect.
+    again = guard.check("terminal", {"command": "ls"}, "call-1")
+    assert again.allowed and again.verdict is None
+    guard.run(again, lambda arguments: effects.append(arguments["command"]))
+    assert effects == ["ls"] and len(approver.requests) == 1 and len(audit.events) == audited
+    # The same command under a new call id is a new call: judged and approved again.
+    assert guard.check("terminal", {"command": "ls"}, "call-2").allowed
+    assert len(approver.requests) == 2
