@@ -11,9 +11,14 @@ Two halves, as in every jevqueue plugin:
   tools in the request; a delegated turn sends the request exactly as the caller built it,
   byte for byte. ``say`` and ``say_tool_call`` build the response locally (model
   ``jevqueue-local``) and send nothing.
-* the tool call: :class:`PolicyToolRunner` judges every call a response makes with the
-  :class:`~jevqueue.PolicyEnforcementPoint` (audited, fail closed) before it runs; the
-  model reads a denial as a ``tool`` message.
+* the tool call: :class:`PolicyToolRunner` is a thin adapter of :class:`~jevqueue.Guard`:
+  it reads each call a response makes into (tool, arguments, call id), the guard judges it
+  with the :class:`~jevqueue.PolicyEnforcementPoint` (audited, fail closed), asks the
+  ``approver=`` when an explicit approval is needed, and runs the judged arguments at most
+  once per call id; the model reads a refusal as a ``tool`` message. Refused when the
+  runner is built: a function for an undeclared tool (or keyed by another spelling of a
+  declared name), a non-string key, a non-callable function (see
+  :mod:`jevqueue.plugins.openai.tool_runner` for every route).
 
 For tests, :class:`ScriptedChatTransport` (in-process) and :class:`ScriptedChatServer` (a
 real socket on 127.0.0.1) let a function play the model.

@@ -82,7 +82,7 @@ def test_runs_each_call_of_a_response_and_answers_each_id(setup: Any) -> None:
         ("lookup", "{not json", "not a JSON object"),
         ("lookup", "[1, 2]", "not a JSON object"),
         ("unknown_tool", "{}", "refused before evaluation"),
-        ("archive", '{"path": "a.txt"}', "proposes this call instead"),
+        ("archive", '{"path": "a.txt"}', "proposes a repaired call instead"),
     ],
 )
 def test_what_never_runs_reaches_the_model_as_an_error(
@@ -116,7 +116,7 @@ def test_prose_runs_nothing(setup: Any) -> None:
 
 
 def test_a_function_without_a_declaration_is_refused_up_front(tmp_path: Any) -> None:
-    with pytest.raises(ConfigurationError, match="not declared"):
+    with pytest.raises(ConfigurationError, match="no policy declaration"):
         PolicyToolRunner(
             {"ghost": lambda: None},
             pep=PolicyEnforcementPoint(ByToolName()),
