@@ -13,14 +13,17 @@ Two capabilities, usable together or apart, plus a host for direct model use:
   tool step: a reply that disobeys raises :class:`~jevqueue.errors.ProviderDisobeyedError`
   and none of its calls runs. The directive goes onto a copy of the request's messages and
   never into the run's history; nothing of a forced request persists to the next one.
-* **Tool enforcement** — :class:`PolicyCapability` (``before_tool_execute``) judges every
-  call with the PEP (audited, fail closed), and its ``wrap_tool_execute`` runs the tool
-  with exactly the judged arguments, once. A denial is a ``ModelRetry``: the tool does
-  not run and the model reads the reason. A call that needs an explicit approval raises
-  ``ApprovalRequired`` carrying the action digest; the run ends with
+* **Tool enforcement** — :class:`PolicyCapability` (``before_tool_execute``), a thin
+  adapter of :class:`jevqueue.policy.Guard`, judges every call (audited, fail closed), and
+  its ``wrap_tool_execute`` runs the tool with exactly the judged arguments (paths
+  resolved), once. A refusal is a ``ModelRetry``: the tool does not run and the model
+  reads the guard's message. A call that needs an explicit approval is shown to
+  ``approver=`` inline, or, without one, raises ``ApprovalRequired`` carrying the core
+  :class:`~jevqueue.policy.ApprovalRequest` (``request.to_dict()``); the run ends with
   ``DeferredToolRequests`` and resumes with :func:`approval_results`, whose approval
-  records the PEP checks against that call's digest — or, with ``approvals=callable``,
-  asks inline and goes on.
+  records the guard checks against that call's digest. Undeclared tools and output
+  functions (``output_type=[fn]``, ``ToolOutput(fn)``, ...) are refused when the agent
+  is built.
 * **Direct use** — :class:`PydanticAIHost` / :class:`AsyncPydanticAIHost` are hosts over a
   ``Model``, messages and tool definitions, for callers who run no agent loop.
   :func:`openai_messages` is the projection of Pydantic AI's message parts into the

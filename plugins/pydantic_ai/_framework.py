@@ -13,10 +13,14 @@ try:
         DeferredToolRequests,
         DeferredToolResults,
         ModelRetry,
+        NativeOutput,
+        PromptedOutput,
         RunContext,
+        TextOutput,
         Tool,
         ToolApproved,
         ToolDefinition,
+        ToolOutput,
     )
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.direct import model_request, model_request_sync
@@ -34,6 +38,7 @@ try:
     )
     from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
     from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.output import OutputContext
     from pydantic_ai.settings import ModelSettings
     from pydantic_ai.toolsets import FunctionToolset
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -58,15 +63,20 @@ __all__ = [
     "ModelResponse",
     "ModelRetry",
     "ModelSettings",
+    "NativeOutput",
+    "OutputContext",
+    "PromptedOutput",
     "RetryPromptPart",
     "RunContext",
     "SystemPromptPart",
+    "TextOutput",
     "TextPart",
     "ThinkingPart",
     "Tool",
     "ToolApproved",
     "ToolCallPart",
     "ToolDefinition",
+    "ToolOutput",
     "ToolReturnPart",
     "UserPromptPart",
     "model_request",

@@ -1,4 +1,4 @@
-"""The PEP as a Pydantic AI capability: every tool call is judged before it runs.
+"""The guard as a Pydantic AI capability: every tool call is judged before it runs.
 
 ::
 
@@ -7,49 +7,58 @@
     agent = Agent(model, tools=[...], output_type=[str, DeferredToolRequests],
                   capabilities=[policy])
 
-:class:`PolicyCapability` hooks ``before_tool_execute``, which Pydantic AI calls with the
-validated arguments of each call, right before the tool function. For one call it builds
-the canonical :class:`~jevqueue.policy.Action` (an unregistered tool or non-canonical
-arguments is refused before evaluation), asks the PEP (audited) and then:
+:class:`PolicyCapability` is a thin adapter of :class:`jevqueue.policy.Guard`. Pydantic AI
+calls its ``before_tool_execute`` with the validated arguments of each call, right before
+the tool function; the guard judges the call, and the capability writes the judgement
+back in Pydantic AI's idiom:
 
-* **allow** — returns a private copy of the judged arguments; its ``wrap_tool_execute``
-  then hands the tool function another copy of exactly those, and refuses a call whose
-  arguments something changed after the check (list this capability last, so that it
-  wraps the tool innermost);
-* **deny**, **repair**, or any failure inside the check — raises ``ModelRetry`` with the
-  reason: the tool does not run, and the model reads the denial as the call's retry
-  prompt (each denial counts against the tool's ``retries``);
-* **explicit approval needed** — raises ``ApprovalRequired`` with the action digest in
-  its metadata (``{"action_digest", "tool", "reasons"}``): the run ends with
-  ``DeferredToolRequests``. Resume with ``deferred_tool_results=approval_results(
-  requests, records)``, which hands the :class:`~jevqueue.ApprovalRecord` s to the call;
-  the PEP checks they are bound to that call's digest. Pydantic AI's own approval
-  (``True``, ``ToolApproved()``) is never enough on its own, and an approved call whose
-  arguments were changed (``override_args``) has another digest, so its approval does
-  not match. With ``approvals=callable`` the capability asks inline instead
-  (``handle_deferred_tool_calls``): the run goes on with the records the callable returns,
-  or pauses as above when it returns none.
+* **allowed** — the hook returns the judged arguments (each path field as the resolved
+  absolute path the policy judged); its ``wrap_tool_execute`` runs the tool with exactly
+  those, through ``guard.arun`` (a call id runs at most once), and refuses a call whose
+  arguments another capability changed after the check (list this capability last, so
+  that it wraps the tool innermost);
+* **refused** — ``ModelRetry`` with the guard's message: the tool does not run, and the
+  model reads why as the call's retry prompt (each refusal counts against the tool's
+  ``retries``);
+* **pending** (an explicit approval is needed) — with ``approver=`` the approver is asked
+  inline (plain or ``async``) and the call runs with the records it gives, or is refused
+  with the guard's message (no record, a record for another action or already used, a
+  decline, an approver that failed). Without an approver the call raises
+  ``ApprovalRequired`` carrying the core :class:`~jevqueue.policy.ApprovalRequest` as
+  ``request.to_dict()`` in its metadata: the run ends with ``DeferredToolRequests``;
+  :meth:`PolicyCapability.approval_requests` gives the request objects, and
+  ``deferred_tool_results=approval_results(requests, records)`` resumes the run with
+  the records, which the guard checks against that call's own digest. Pydantic AI's own
+  approval (``True``, ``ToolApproved()``) is never enough on its own, and an approved
+  call whose arguments were changed (``override_args``) has another digest, so its
+  approval does not match.
 
-Every tool the agent has must be declared (``specs=``, see :func:`tool_spec`): tools
-passed to ``Agent(tools=...)`` are checked when the agent is built, any other toolset's
-tools when a run prepares its tools, before the model is called; an undeclared tool is a
-``ConfigurationError``.
+Routes around the guard, refused when the agent is built (``ConfigurationError``):
+
+* **an undeclared tool** — every tool the agent has must be declared (``specs=``, see
+  :func:`tool_spec`): tools passed to ``Agent(tools=...)`` are checked when the agent is
+  built, any other toolset's tools (``@agent.tool`` added later, MCP servers, run-time
+  ``toolsets=``) when a run prepares its tools, before the model is called;
+* **output functions** — ``output_type=[fn]``, ``ToolOutput(fn)``, ``TextOutput(fn)``,
+  ``NativeOutput(fn)``, ``PromptedOutput(fn)``: Pydantic AI runs them through its output
+  hooks, never through ``before_tool_execute``, so the guard could not judge them. They
+  are refused outright on a governed agent, whether declared or not; one given at run
+  time (``agent.run(output_type=...)``) is refused before it runs. Make such a function
+  a declared tool the model calls, and give the agent a plain output type.
+
+Not routes of the agent: provider-side native tools (web search, code execution in the
+provider's sandbox) run on the provider, not here, and are not judged; external tools
+(``ExternalToolset``, ``kind="external"``) are never run by the agent but by your code —
+judge each with :meth:`PolicyCapability.judge` and run ``judgement.run_arguments()``.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import inspect
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from jevqueue.approvals import ApprovalRecord
-from jevqueue.errors import (
-    ConfigurationError,
-    JevError,
-    PolicyDeniedError,
-    UnfulfilledObligationError,
-)
+from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.pydantic_ai._framework import (
     AbstractCapability,
     ApprovalRequired,
@@ -57,18 +66,28 @@ from jevqueue.plugins.pydantic_ai._framework import (
     DeferredToolResults,
     FunctionToolset,
     ModelRetry,
+    NativeOutput,
+    OutputContext,
+    PromptedOutput,
     RunContext,
+    TextOutput,
     ToolApproved,
     ToolCallPart,
     ToolDefinition,
+    ToolOutput,
 )
 from jevqueue.policy import (
-    Action,
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
     ExecutionContext,
+    Guard,
+    Judgement,
     ToolSpec,
-    VerdictKind,
-    registry_from_specs,
+    approval_records,
+    refusal_message,
 )
+from jevqueue.policy._approval_request import deprecated_approver
 
 __all__ = [
     "APPROVALS_METADATA_KEY",
@@ -81,45 +100,31 @@ __all__ = [
 APPROVALS_METADATA_KEY = "jevqueue_approvals"
 """The key of ``DeferredToolResults.metadata[call_id]`` that carries approval records."""
 
-
-def _undeclared_message(names: Sequence[str]) -> str:
-    return (
-        f"tools {sorted(names)} have no policy declaration: pass specs=[tool_spec(tool, "
-        "side_effects=...), ...] to PolicyCapability for every tool the agent has"
-    )
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """What the check decided for one call: run it, ask for an approval, or refuse it.
-
-    Attributes:
-        arguments: The judged arguments to run the call with (a private copy), when allowed.
-        ask: The approval request's metadata (``action_digest``, ``tool``, ``reasons``),
-            when the call needs an explicit approval.
-        refusal: What the model is told, when the call is refused.
-    """
-
-    arguments: dict[str, Any] | None = None
-    ask: dict[str, Any] | None = None
-    refusal: str | None = None
+_HOW = " to PolicyCapability for every tool the agent has"
 
 
 class PolicyCapability(AbstractCapability[Any]):
-    """Judges every tool call of a Pydantic AI agent with the PEP before it runs.
+    """Judges every tool call of a Pydantic AI agent with the guard before it runs.
 
     Args:
         pep: The policy enforcement point (it audits every decision).
         specs: One declaration per tool (:func:`~jevqueue.plugins.pydantic_ai.tool_spec`).
         context: The execution context (an ``ExecutionContext`` or a mapping of its
             fields); validated now, so a bad context fails here.
-        approvals: Who approves inline: called with an :class:`ApprovalRequest` for each
-            call awaiting approval, it returns ``ApprovalRecord`` s (the run goes on, and
-            the PEP checks them) or ``None`` (the run pauses with ``DeferredToolRequests``,
-            as without a callback).
+        approver: Who approves inline (:class:`~jevqueue.policy.Approver`, plain or
+            ``async``): shown the core :class:`~jevqueue.policy.ApprovalRequest` of each
+            call that needs an approval, it returns ``ApprovalRecord`` s (the guard checks
+            them), ``None`` (the call is refused), or raises
+            :class:`~jevqueue.errors.ApprovalDeclinedError` to decline with a reason.
+            Without one, such a call pauses the run with ``DeferredToolRequests``.
+        approvals: Deprecated name of ``approver``.
+
+    Attributes:
+        guard: The :class:`~jevqueue.policy.Guard` that judges, approves and runs.
 
     Raises:
-        ConfigurationError: ``pep`` has no ``enforce`` method, or a spec is not a ToolSpec.
+        ConfigurationError: ``pep`` has no ``enforce`` method, a spec is not a ToolSpec,
+            or the approver is not callable.
         InvalidContextError: ``context`` is incomplete or ambient.
     """
 
@@ -129,71 +134,71 @@ class PolicyCapability(AbstractCapability[Any]):
         pep: Any,
         specs: Iterable[ToolSpec],
         context: ExecutionContext | Mapping[str, Any],
-        approvals: Callable[[ApprovalRequest], Any] | None = None,
+        approver: Approver | None = None,
+        approvals: Approver | None = None,
     ) -> None:
         super().__init__()
-        if not callable(getattr(pep, "enforce", None)):
-            raise ConfigurationError(
-                "PolicyCapability needs a PolicyEnforcementPoint (an object with "
-                f"enforce(action, approval_records)); got {type(pep).__name__}"
-            )
-        self.pep = pep
-        self.registry = registry_from_specs(specs, owner=type(self).__name__)
-        self.context = ExecutionContext.coerce(context)
-        self.approvals = approvals
-        # The judged arguments of each allowed call, by call id, until the call runs.
-        self._judged: dict[str, tuple[str, dict[str, Any]]] = {}
+        approver = deprecated_approver(approver, "PolicyCapability", approvals=approvals)
+        self.guard = Guard(
+            pep, specs=specs, context=context, approver=approver, owner="PolicyCapability"
+        )
+        # The judgement of each allowed call, by call id, until the call runs.
+        self._judged: dict[str, Judgement] = {}
 
-    # --- declarations ---------------------------------------------------------------
+    @property
+    def pep(self) -> Any:
+        """The policy enforcement point."""
+        return self.guard.pep
+
+    @property
+    def registry(self) -> Any:
+        """The tools' declarations."""
+        return self.guard.registry
+
+    @property
+    def context(self) -> ExecutionContext:
+        """The execution context."""
+        return self.guard.context
+
+    @property
+    def approver(self) -> Approver | None:
+        """The inline approver, if any."""
+        return self.guard.approver
+
+    # --- routes around the guard, refused when the agent is built --------------------
 
     def for_agent(self, agent: Any) -> PolicyCapability:
-        """Refuse, when the agent is built, any of its function tools without a declaration."""
-        names = [
-            name
-            for toolset in getattr(agent, "toolsets", ())
-            if isinstance(toolset, FunctionToolset)
-            for name in toolset.tools
-        ]
-        undeclared = [name for name in names if name not in self.registry]
-        if undeclared:
-            raise ConfigurationError(_undeclared_message(undeclared))
+        """Refuse undeclared function tools and output functions when the agent is built."""
+        self.guard.require_declared(
+            [
+                name
+                for toolset in getattr(agent, "toolsets", ())
+                if isinstance(toolset, FunctionToolset)
+                for name in toolset.tools
+            ],
+            how=_HOW,
+        )
+        functions = _output_functions(getattr(agent, "output_type", None))
+        if functions:
+            raise ConfigurationError(_output_function_refusal(functions))
         return self
 
     async def prepare_tools(
         self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
     ) -> list[ToolDefinition]:
         """Refuse, before the model is called, a tool of any toolset without a declaration."""
-        undeclared = [tool.name for tool in tool_defs if tool.name not in self.registry]
-        if undeclared:
-            raise ConfigurationError(_undeclared_message(undeclared))
+        self.guard.require_declared([tool.name for tool in tool_defs], how=_HOW)
         return tool_defs
 
-    # --- inline approvals -------------------------------------------------------------
-
-    async def handle_deferred_tool_calls(
-        self, ctx: RunContext[Any], *, requests: DeferredToolRequests
-    ) -> DeferredToolResults | None:
-        """Ask the ``approvals`` callback for records for each call this capability paused."""
-        if self.approvals is None:
-            return None
-        approvals: dict[str, Any] = {}
-        metadata: dict[str, dict[str, Any]] = {}
-        for call in requests.approvals:
-            asked = requests.metadata.get(call.tool_call_id) or {}
-            digest = asked.get("action_digest")
-            if not isinstance(digest, str):
-                continue  # paused by something else: not ours to answer
-            action = Action.build(self.registry, call.tool_name, call.args_as_dict(), self.context)
-            if action.digest != digest:
-                continue  # not the call that was judged: leave it paused
-            request = ApprovalRequest(action=action, reasons=tuple(asked.get("reasons") or ()))
-            records = _answer(self.approvals(request))
-            if records:
-                approvals[call.tool_call_id] = ToolApproved()
-                metadata[call.tool_call_id] = {APPROVALS_METADATA_KEY: records}
-        if not approvals:
-            return None
-        return DeferredToolResults(approvals=approvals, metadata=metadata)
+    async def wrap_output_process(
+        self, ctx: RunContext[Any], *, output_context: OutputContext, output: Any, handler: Any
+    ) -> Any:
+        """Refuse, before it runs, an output function given at run time."""
+        if output_context.has_function:
+            raise ConfigurationError(
+                _output_function_refusal([output_context.function_name or "<output function>"])
+            )
+        return await handler(output)
 
     # --- the check ------------------------------------------------------------------
 
@@ -206,19 +211,23 @@ class PolicyCapability(AbstractCapability[Any]):
         args: dict[str, Any],
     ) -> dict[str, Any]:
         """Judge the call: return the judged arguments, or refuse / pause it."""
-        judgement = self.judge(
-            call.tool_name,
-            args,
-            approved=bool(ctx.tool_call_approved),
-            records=_records(ctx.tool_call_metadata) if ctx.tool_call_approved else (),
-        )
-        if judgement.ask is not None:
-            raise ApprovalRequired(metadata=judgement.ask)
-        if judgement.refusal is not None:
-            raise ModelRetry(judgement.refusal)
-        assert judgement.arguments is not None
-        self._judged[call.tool_call_id] = (call.tool_name, judgement.arguments)
-        return copy.deepcopy(judgement.arguments)
+        name, call_id = call.tool_name, call.tool_call_id
+        records = _records(ctx.tool_call_metadata) if ctx.tool_call_approved else None
+        if records is not None:  # resumed with approval_results
+            judgement = self.guard.judge(name, args, call_id, records=records)
+        elif self.guard.approver is not None:
+            judgement = await self.guard.acheck(name, args, call_id)
+        else:
+            judgement = self.guard.judge(name, args, call_id)
+        if judgement.pending:
+            if ctx.tool_call_approved:  # approved without a record: nothing to verify
+                raise ModelRetry(refusal_message(name, _unsigned(records, judgement)))
+            assert judgement.request is not None
+            raise ApprovalRequired(metadata=judgement.request.to_dict())
+        if not judgement.allowed:
+            raise ModelRetry(judgement.message)
+        self._judged[call_id] = judgement
+        return judgement.run_arguments()
 
     async def wrap_tool_execute(
         self,
@@ -227,163 +236,121 @@ class PolicyCapability(AbstractCapability[Any]):
         call: ToolCallPart,
         tool_def: ToolDefinition,
         args: dict[str, Any],
-        handler: Callable[[dict[str, Any]], Any],
+        handler: Any,
     ) -> Any:
         """Run the call only as it was judged: same tool, same arguments, once."""
-        judged = self._judged.pop(call.tool_call_id, None)
-        if judged is None or judged[0] != call.tool_name or judged[1] != args:
+        judgement = self._judged.pop(call.tool_call_id, None)
+        if (
+            judgement is None
+            or judgement.tool != call.tool_name
+            or args != dict(judgement.arguments)
+        ):
             raise ModelRetry(
-                f"jevqueue denied the call to {call.tool_name!r}: it was not the call the "
-                "policy judged (its arguments changed after the check, or it was never "
-                "checked); the call was not run"
+                refusal_message(
+                    call.tool_name,
+                    "it was not the call the policy judged (its arguments changed after the "
+                    "check, or it was never checked)",
+                )
             )
-        return await handler(copy.deepcopy(judged[1]))
+        return await self.guard.arun(judgement, handler)
 
     def judge(
         self,
         tool: str,
         arguments: Mapping[str, Any],
+        call_id: str | None = None,
         *,
-        approved: bool = False,
-        records: Sequence[ApprovalRecord] = (),
+        records: Sequence[Any] = (),
     ) -> Judgement:
-        """Decide one call. Never raises an ``Exception``: a failed check is a refusal.
+        """Judge one call once (``guard.judge``), for callers who run tools themselves.
 
-        Args:
-            tool: The tool's name.
-            arguments: The validated arguments it would run with.
-            approved: True on the resumed run after an approval was given.
-            records: The approval records handed to this call.
+        Never raises an ``Exception``. Run an allowed call with ``judgement.run_arguments()``.
         """
-        try:
-            return self._judge(tool, arguments, approved, records)
-        except Exception as exc:  # fail closed: a failed check is a denial
-            return Judgement(
-                refusal=(
-                    f"jevqueue denied the call to {tool!r}: the policy check could not complete "
-                    f"({type(exc).__name__}: {exc}); the call was not run"
-                )
-            )
+        return self.guard.judge(tool, arguments, call_id, records=records)
 
-    def _judge(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any],
-        approved: bool,
-        records: Sequence[ApprovalRecord],
-    ) -> Judgement:
-        # The PEP judges a private copy; the tool gets another copy of exactly that.
-        judged = copy.deepcopy(dict(arguments))
-        try:
-            action = Action.build(self.registry, tool, judged, self.context)
-        except JevError as rejected:
-            audit = getattr(self.pep, "audit_rejection", None)
-            if callable(audit):
-                audit(tool, self.context, rejected)
-            return Judgement(
-                refusal=(
-                    f"jevqueue denied the call to {tool!r}: it was refused before evaluation: "
-                    f"{rejected}; the call was not run"
-                )
-            )
-        try:
-            verdict = self.pep.enforce(action, tuple(records))
-        except UnfulfilledObligationError as pending:
-            if approved:
-                return Judgement(
-                    refusal=(
-                        f"jevqueue denied the call to {tool!r}: the approval given does not "
-                        f"authorise this exact action ({action.digest}): "
-                        + ("; ".join(pending.verdict.reasons) or "no matching approval record")
-                        + "; the call was not run"
-                    )
-                )
-            return Judgement(
-                ask={
-                    "action_digest": action.digest,
-                    "tool": tool,
-                    "reasons": list(pending.verdict.reasons),
-                }
-            )
-        except PolicyDeniedError as denied:
-            why = "; ".join(denied.verdict.reasons) or "the policy denied it"
-            return Judgement(
-                refusal=f"jevqueue denied the call to {tool!r}: {why}; the call was not run"
-            )
-        if verdict.kind is VerdictKind.REPAIR:
-            return Judgement(
-                refusal=(
-                    f"jevqueue denied the call to {tool!r}: the policy proposes a repaired call "
-                    f"instead, which was not run: {dict(verdict.repaired or {})!r}; resubmit "
-                    "it if it does what you need"
-                )
-            )
-        if not verdict.allowed:
-            why = "; ".join(verdict.reasons) or "the policy did not allow it"
-            return Judgement(
-                refusal=f"jevqueue denied the call to {tool!r}: {why}; the call was not run"
-            )
-        return Judgement(arguments=copy.deepcopy(dict(action.arguments)))
+    def approval_requests(self, requests: DeferredToolRequests) -> list[ApprovalRequest]:
+        """The core approval request of each call of a paused run that this guard paused.
+
+        ``requests.metadata[call_id]`` holds the same request as ``request.to_dict()``.
+        """
+        waiting = {call.tool_call_id for call in requests.approvals}
+        found: dict[str, ApprovalRequest] = {}
+        for judgement in reversed(self.guard.judgements):
+            if (
+                judgement.pending
+                and judgement.request is not None
+                and judgement.call_id in waiting
+                and judgement.call_id not in found
+            ):
+                found[judgement.call_id] = judgement.request
+        return [
+            found[call.tool_call_id] for call in requests.approvals if call.tool_call_id in found
+        ]
 
 
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """What the inline approver is shown: the canonical action and why it needs approval."""
-
-    action: Action
-    reasons: tuple[str, ...] = ()
-
-    @property
-    def action_digest(self) -> str:
-        """The digest an approval record must be bound to."""
-        return self.action.digest
-
-
-def _answer(answer: Any) -> tuple[ApprovalRecord, ...]:
-    if answer is None:
-        return ()
-    if isinstance(answer, ApprovalRecord):
-        return (answer,)
-    records = tuple(answer)
-    for record in records:
-        if not isinstance(record, ApprovalRecord):
-            raise ConfigurationError(
-                "an approval callback must return ApprovalRecord(s) or None, not "
-                f"{type(record).__name__}"
-            )
-    return records
+def _output_functions(spec: Any) -> list[str]:
+    """The names of the functions Pydantic AI would call on the run's output."""
+    if spec is None or isinstance(spec, (str, bytes)):
+        return []
+    if isinstance(spec, Sequence):
+        return [name for item in spec for name in _output_functions(item)]
+    if isinstance(spec, ToolOutput):
+        return _output_functions(spec.output)
+    if isinstance(spec, (NativeOutput, PromptedOutput)):
+        return _output_functions(spec.outputs)
+    if isinstance(spec, TextOutput):
+        return [getattr(spec.output_function, "__name__", repr(spec.output_function))]
+    if inspect.isfunction(spec) or inspect.ismethod(spec):
+        return [spec.__name__]
+    return []
 
 
-def _records(metadata: Any) -> tuple[ApprovalRecord, ...]:
-    if not isinstance(metadata, Mapping):
-        return ()
-    records = tuple(metadata.get(APPROVALS_METADATA_KEY) or ())
-    return tuple(record for record in records if isinstance(record, ApprovalRecord))
+def _output_function_refusal(names: Sequence[str]) -> str:
+    return (
+        f"PolicyCapability: output functions {sorted(set(names))} would run on the model's "
+        "output without the policy judging them (Pydantic AI calls them outside "
+        "before_tool_execute): make each a declared tool the model calls "
+        "(Agent(tools=[Tool(fn)]) with specs=[tool_spec(Tool(fn), side_effects=...)]) and give "
+        "the agent a plain output type (str, a model class, DeferredToolRequests)"
+    )
+
+
+def _records(metadata: Any) -> tuple[Any, ...] | None:
+    """The records ``approval_results`` handed to a call; ``None`` when it handed none."""
+    if not isinstance(metadata, Mapping) or APPROVALS_METADATA_KEY not in metadata:
+        return None
+    return tuple(metadata[APPROVALS_METADATA_KEY] or ())
+
+
+def _unsigned(records: tuple[Any, ...] | None, judgement: Judgement) -> str:
+    how = (
+        f"pass a signed approval record for action {judgement.action_digest} with "
+        "deferred_tool_results=approval_results(requests, records)"
+    )
+    if records is None:
+        return f"Pydantic AI's own approval (True, ToolApproved()) is not enough: {how}"
+    return f"the approval gave no record: {how}"
 
 
 def approval_results(
-    requests: DeferredToolRequests, records: Iterable[ApprovalRecord]
+    requests: DeferredToolRequests, records: ApprovalAnswer
 ) -> DeferredToolResults:
     """The ``deferred_tool_results`` that resume a paused run with approval records.
 
-    Every call awaiting approval is marked approved and handed all ``records``; the PEP
+    Every call awaiting approval is marked approved and handed all ``records``; the guard
     then lets a call run only with a fresh, unused record bound to that call's own action
     digest, so a record for another action authorises nothing.
 
     Args:
         requests: The ``DeferredToolRequests`` the paused run ended with.
-        records: Approval records from a trusted approver (``requests.metadata[call_id]
-            ["action_digest"]`` is the digest each one must be bound to).
+        records: What the approver answered: ``ApprovalRecord`` (s) from a trusted approver
+            (or the dicts ``jevqueue approve`` prints) — ``requests.metadata[call_id]
+            ["action_digest"]`` is the digest each must be bound to — or ``None``.
 
     Raises:
-        ConfigurationError: An entry of ``records`` is not an ``ApprovalRecord``.
+        ConfigurationError: ``records`` is not approval records.
     """
-    given = tuple(records)
-    for record in given:
-        if not isinstance(record, ApprovalRecord):
-            raise ConfigurationError(
-                f"approval_results needs ApprovalRecord objects, not {type(record).__name__}"
-            )
+    given = approval_records(records)
     approvals: dict[str, Any] = {}
     metadata: dict[str, dict[str, Any]] = {}
     for call in requests.approvals:

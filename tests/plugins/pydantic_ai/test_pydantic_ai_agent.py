@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,10 @@ def test_a_write_inside_the_workspace_runs_with_the_judged_arguments(
         [tool_call("write_to_file", {"TargetFile": "notes.txt", "CodeContent": "hi"}), "Done."]
     )
     workspace.agent(scripted).run_sync("Write notes")
-    assert workspace.written == [("notes.txt", "hi")]
+    # The path as the policy resolved and judged it, not as the model wrote it.
+    assert workspace.written == [
+        (os.path.join(os.path.realpath(workspace.root), "notes.txt"), "hi")
+    ]
 
 
 def test_a_command_pauses_for_approval_and_runs_once_with_a_record_for_its_digest(
@@ -126,7 +130,9 @@ def test_a_command_pauses_for_approval_and_runs_once_with_a_record_for_its_diges
         deferred_tool_results=paused.output.build_results(approve_all=True),
     )
     assert denied.output == "Not run." and workspace.commands == []
-    assert isinstance(bare.requests[0].history[-1].parts[-1], RetryPromptPart)
+    bare_denial = bare.requests[0].history[-1].parts[-1]
+    assert isinstance(bare_denial, RetryPromptPart)
+    assert "Pydantic AI's own approval" in bare_denial.model_response()
 
     # A record for another action authorises nothing either.
     other = workspace.authority.issue("sha256:" + "0" * 64)
@@ -232,7 +238,7 @@ def test_an_inline_approver_lets_the_command_run_once_without_a_pause(
     command = {"CommandLine": "ls", "Cwd": str(workspace.root)}
     scripted = ScriptedModel([tool_call("run_command", command), "Listed."])
     policy = PolicyCapability(
-        pep=workspace.pep, specs=workspace.specs, context=workspace.context, approvals=approve
+        pep=workspace.pep, specs=workspace.specs, context=workspace.context, approver=approve
     )
     agent = Agent(
         scripted.model,
@@ -245,35 +251,18 @@ def test_an_inline_approver_lets_the_command_run_once_without_a_pause(
     assert workspace.commands == ["ls"] and len(asked) == 1
 
 
-def test_an_inline_approver_that_gives_nothing_leaves_the_run_paused(
+def test_an_inline_approver_that_gives_nothing_refuses_the_call_and_the_model_reads_why(
     workspace: Workspace,
 ) -> None:
-    command = {"CommandLine": "ls", "Cwd": str(workspace.root)}
-    scripted = ScriptedModel([tool_call("run_command", command)])
-    policy = PolicyCapability(
-        pep=workspace.pep,
-        specs=workspace.specs,
-        context=workspace.context,
-        approvals=lambda request: None,
-    )
-    agent = Agent(
-        scripted.model,
-        tools=workspace.tools,
-        output_type=[str, DeferredToolRequests],
-        capabilities=[policy],
-    )
-    assert isinstance(agent.run_sync("List the files").output, DeferredToolRequests)
-    assert workspace.commands == []
-
-
-def test_an_inline_record_for_another_action_is_denied_not_run(workspace: Workspace) -> None:
+    # An approver answers for the person: None is no approval (as in every plugin), so the
+    # call is refused, not paused; without an approver the run pauses instead.
     command = {"CommandLine": "ls", "Cwd": str(workspace.root)}
     scripted = ScriptedModel([tool_call("run_command", command), "Not run."])
     policy = PolicyCapability(
         pep=workspace.pep,
         specs=workspace.specs,
         context=workspace.context,
-        approvals=lambda request: workspace.authority.issue("sha256:" + "1" * 64),
+        approver=lambda request: None,
     )
     agent = Agent(
         scripted.model,
@@ -284,20 +273,47 @@ def test_an_inline_record_for_another_action_is_denied_not_run(workspace: Worksp
     assert agent.run_sync("List the files").output == "Not run."
     assert workspace.commands == []
     denial = scripted.requests[-1].history[-1].parts[-1]
-    assert isinstance(denial, RetryPromptPart) and "does not" in denial.model_response()
+    assert isinstance(denial, RetryPromptPart)
+    assert "the approver gave none" in denial.model_response()
+
+
+def test_an_inline_record_for_another_action_is_denied_not_run(workspace: Workspace) -> None:
+    command = {"CommandLine": "ls", "Cwd": str(workspace.root)}
+    scripted = ScriptedModel([tool_call("run_command", command), "Not run."])
+    policy = PolicyCapability(
+        pep=workspace.pep,
+        specs=workspace.specs,
+        context=workspace.context,
+        approver=lambda request: workspace.authority.issue("sha256:" + "1" * 64),
+    )
+    agent = Agent(
+        scripted.model,
+        tools=workspace.tools,
+        output_type=[str, DeferredToolRequests],
+        capabilities=[policy],
+    )
+    assert agent.run_sync("List the files").output == "Not run."
+    assert workspace.commands == []
+    denial = scripted.requests[-1].history[-1].parts[-1]
+    assert isinstance(denial, RetryPromptPart)
+    assert "approves another action" in denial.model_response()
 
 
 def test_judge_decides_a_call_for_callers_who_run_tools_themselves(workspace: Workspace) -> None:
     policy = PolicyCapability(pep=workspace.pep, specs=workspace.specs, context=workspace.context)
     arguments = {"TargetFile": "notes.txt", "CodeContent": "hi"}
     allowed = policy.judge("write_to_file", arguments)
-    assert allowed.arguments == arguments and allowed.arguments is not arguments
+    resolved = os.path.join(os.path.realpath(workspace.root), "notes.txt")
+    assert allowed.allowed and allowed.run_arguments() == {**arguments, "TargetFile": resolved}
+    assert allowed.run_arguments() is not allowed.run_arguments()
+    assert arguments == {"TargetFile": "notes.txt", "CodeContent": "hi"}
     denied = policy.judge("write_to_file", {"TargetFile": "/etc/passwd", "CodeContent": "x"})
-    assert denied.arguments is None and "jevqueue denied" in (denied.refusal or "")
+    assert denied.refused and not denied.arguments and "jevqueue denied" in denied.message
     asked = policy.judge("run_command", {"CommandLine": "ls", "Cwd": str(workspace.root)})
-    assert asked.ask is not None and asked.ask["action_digest"].startswith("sha256:")
+    assert asked.pending and asked.request is not None
+    assert asked.request.action_digest.startswith("sha256:")
     unknown = policy.judge("format_disk", {})
-    assert "refused before evaluation" in (unknown.refusal or "")
+    assert "refused before evaluation" in unknown.message
 
 
 def test_a_model_that_insists_on_a_denied_call_ends_the_run_and_nothing_ran(

@@ -1,31 +1,47 @@
 """The shared plugin conformance suite, run through the Pydantic AI plugin.
 
 The glue drives a real ``Agent`` loop (``agent.iter``) over Pydantic AI's own
-``FunctionModel``: the governor runs in the agent's ``wrap_model_request``, the PEP in its
-``before_tool_execute``, and approvals go through ``DeferredToolRequests`` /
-``DeferredToolResults``. How a Pydantic AI request maps onto the suite's neutral request:
-a request counts as forced only when both levers were pulled — the function tools narrowed
-to exactly the chosen one (text output off) *and* ``tool_choice`` naming it — and as
-forbidding tools only when no function tool is offered and ``tool_choice="none"``.
+``FunctionModel``: the governor runs in the agent's ``wrap_model_request``, the guard in its
+``before_tool_execute``. A single call is given the scenario's approver as ``approver=``;
+a batch really pauses with ``DeferredToolRequests`` and resumes with ``approval_results``
+carrying what the approver returned. How a Pydantic AI request maps onto the suite's
+neutral request: a request counts as forced only when both levers were pulled — the
+function tools narrowed to exactly the chosen one (text output off) *and* ``tool_choice``
+naming it — and as forbidding tools only when no function tool is offered and
+``tool_choice="none"``.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.pydantic_ai import PolicyCapability, approval_results
 from jevqueue.plugins.pydantic_ai.testing import ModelCall, ScriptedModel, tool_call
+from jevqueue.policy import approval_records
 from jevqueue.testing.conformance import (
     PluginConformance,
+    PolicyHarness,
     ProviderReply,
     ProviderRequest,
+    RouteAttempt,
+    ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
     TurnOutcome,
     TurnScenario,
+    conformance_tools,
 )
-from pydantic_ai import DeferredToolRequests
+from pydantic_ai import (
+    Agent,
+    DeferredToolRequests,
+    NativeOutput,
+    TextOutput,
+    Tool,
+    ToolOutput,
+)
 from pydantic_ai.messages import (
     ModelRequest,
     RetryPromptPart,
@@ -33,7 +49,8 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai_kit import build_agent, first_step, specs_for
+from pydantic_ai.toolsets import FunctionToolset
+from pydantic_ai_kit import build_agent, first_step, pydantic_tool, specs_for
 
 
 def neutral_request(call: ModelCall) -> ProviderRequest:
@@ -68,7 +85,7 @@ def seen_by_model(call: ModelCall, call_id: str) -> tuple[str, bool]:
 
 
 class TestPydanticAIConformance(PluginConformance):
-    """The seven checks through ``GovernorCapability`` and ``PolicyCapability``."""
+    """Every check through ``GovernorCapability`` and ``PolicyCapability``."""
 
     def run_turn(self, turn: TurnScenario) -> TurnOutcome:
         def answer(call: ModelCall) -> Any:
@@ -95,7 +112,6 @@ class TestPydanticAIConformance(PluginConformance):
         return TurnOutcome(text=text, tool_calls=calls, model_id=response.model_name)
 
     def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
-        call_id = "call_conformance_1"
         seen: list[ModelCall] = []
 
         def after(request: ModelCall) -> str:
@@ -103,21 +119,137 @@ class TestPydanticAIConformance(PluginConformance):
             return "done"
 
         scripted = ScriptedModel(
-            [tool_call(call.tool.name, call.arguments, call_id=call_id), after]
+            [tool_call(call.tool.name, call.arguments, call_id=call.call_id), after]
         )
-        policy = PolicyCapability(pep=call.pep, specs=specs_for(call.tools), context=call.context)
+        policy = PolicyCapability(
+            pep=call.pep, specs=specs_for(call.tools), context=call.context, approver=call.approver
+        )
         agent = build_agent(scripted.model, call.tools, policy=policy)
         result = agent.run_sync("Go ahead.")
-        asked: str | None = None
-        if isinstance(result.output, DeferredToolRequests):
-            requests = result.output
-            asked = requests.metadata[call_id]["action_digest"]
-            if not call.approvals:
-                return ToolCallOutcome(message="", is_error=False, approval_requested=asked)
-            result = agent.run_sync(
-                message_history=result.all_messages(),
-                deferred_tool_results=approval_results(requests, call.approvals),
-            )
+        assert not isinstance(result.output, DeferredToolRequests), (
+            "with an inline approver the run must not pause"
+        )
         scripted.assert_complete()
-        message, is_error = seen_by_model(seen[-1], call_id)
-        return ToolCallOutcome(message=message, is_error=is_error, approval_requested=asked)
+        message, is_error = seen_by_model(seen[-1], call.call_id)
+        return ToolCallOutcome(
+            message=message, is_error=is_error, approval_requested=call.approver.asked
+        )
+
+    def run_tool_batch(self, batch: ToolBatchScenario) -> list[ToolCallOutcome]:
+        """One model message calling all three; the run pauses natively with
+        ``DeferredToolRequests`` and resumes with ``approval_results``."""
+        seen: list[ModelCall] = []
+
+        def after(request: ModelCall) -> str:
+            seen.append(request)
+            return "done"
+
+        scripted = ScriptedModel(
+            [
+                [
+                    tool_call(name, arguments, call_id=call_id)
+                    for name, arguments, call_id in batch.calls
+                ],
+                after,
+            ]
+        )
+        policy = PolicyCapability(
+            pep=batch.pep, specs=specs_for(batch.tools), context=batch.context
+        )
+        agent = build_agent(scripted.model, batch.tools, policy=policy)
+        paused = agent.run_sync("Go ahead.")
+        assert isinstance(paused.output, DeferredToolRequests), paused.output
+        requests = paused.output
+        asked = policy.approval_requests(requests)
+        assert [r.call_id for r in asked] == [c.tool_call_id for c in requests.approvals]
+        for request in asked:
+            assert requests.metadata[request.call_id] == request.to_dict()
+        records = [
+            record for request in asked for record in approval_records(batch.approver(request))
+        ]
+        agent.run_sync(
+            message_history=paused.all_messages(),
+            deferred_tool_results=approval_results(requests, records),
+        )
+        scripted.assert_complete()
+        outcomes = []
+        for _, _, call_id in batch.calls:
+            message, is_error = seen_by_model(seen[-1], call_id)
+            outcomes.append(ToolCallOutcome(message=message, is_error=is_error))
+        return outcomes
+
+    def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
+        tools = conformance_tools()
+        ran: list[str] = []
+
+        def erase_disk(device: str) -> str:
+            """Erase a disk."""
+            ran.append("erase_disk")
+            return "erased"
+
+        def save_report(text: str) -> str:
+            """Save the report to disk."""
+            ran.append("save_report")
+            return text
+
+        def governed(extra: Sequence[Tool[Any]] = (), **options: Any) -> Agent[None, Any]:
+            capability = PolicyCapability(
+                pep=policy.pep, specs=policy.specs, context=policy.context
+            )
+            return Agent(
+                ScriptedModel(["never"]).model,
+                tools=[*(pydantic_tool(tool) for tool in tools), *extra],
+                capabilities=[capability],
+                **options,
+            )
+
+        def attempt(route: str, take: Callable[[], Any]) -> RouteAttempt:
+            before = len(policy.audit.events)
+            del ran[:]
+            try:
+                take()
+            except ConfigurationError as refused:
+                return RouteAttempt(route, refused=True, ran=bool(ran), error=str(refused))
+            return RouteAttempt(
+                route, refused=False, ran=bool(ran), audited=len(policy.audit.events) > before
+            )
+
+        def at_run_time(**options: Any) -> Any:
+            scripted = ScriptedModel([tool_call("erase_disk", {"device": "/dev/sda"}), "done"])
+            capability = PolicyCapability(
+                pep=policy.pep, specs=policy.specs, context=policy.context
+            )
+            agent = Agent(scripted.model, capabilities=[capability])
+            return agent.run_sync("Go.", **options)
+
+        def output_at_run_time() -> Any:
+            scripted = ScriptedModel([tool_call("final_result", {"text": "x"})])
+            capability = PolicyCapability(
+                pep=policy.pep, specs=policy.specs, context=policy.context
+            )
+            agent = Agent(scripted.model, capabilities=[capability])
+            return agent.run_sync("Go.", output_type=[save_report])
+
+        return [
+            attempt("undeclared tool", lambda: governed([Tool(erase_disk)])),
+            attempt(
+                "undeclared tool of a run-time toolset",
+                lambda: at_run_time(toolsets=[FunctionToolset([erase_disk])]),
+            ),
+            attempt(
+                "output function (output_type=[fn])", lambda: governed(output_type=[save_report])
+            ),
+            attempt(
+                "output function (ToolOutput)",
+                lambda: governed(output_type=ToolOutput(save_report)),
+            ),
+            attempt(
+                "output function (TextOutput)",
+                lambda: governed(output_type=TextOutput(save_report)),
+            ),
+            attempt(
+                "output function (NativeOutput)",
+                lambda: governed(output_type=NativeOutput(save_report)),
+            ),
+            attempt("output function given at run time", output_at_run_time),
+        ]
