@@ -33,6 +33,9 @@ can fall into a framework's fail-open path.
 :meth:`Guard.run` runs an allowed judgement's arguments through the framework's own
 executor, once: a call whose id already ran (a framework that re-executes a whole batch
 when it resumes after a pause) gets the first run's result again, not a second effect.
+Call ids must therefore be unique within one guard's life: a plugin whose framework
+reuses ids across messages (some local servers number calls ``call_0``, ``call_1`` in each
+message) scopes them, e.g. with the message's id.
 What happened — returned or raised — is kept in :attr:`Guard.outcomes`.
 """
 
@@ -176,6 +179,7 @@ class Guard:
             :func:`jevqueue.load_tools_file`). A call of an undeclared tool is refused.
         context: The execution context (an ``ExecutionContext`` or a mapping of its
             fields); validated now, so a bad context fails here, not on the first call.
+            ``None`` when every call passes its own (a framework whose run carries it).
         approver: Who approves calls that need an explicit approval
             (:class:`~jevqueue.policy.Approver`, plain or ``async``). Without one,
             :meth:`check` refuses such calls with a message saying how to add one;
@@ -194,7 +198,7 @@ class Guard:
         pep: PolicyEnforcementPoint,
         *,
         specs: Iterable[ToolSpec] | ToolRegistry,
-        context: ExecutionContext | Mapping[str, Any],
+        context: ExecutionContext | Mapping[str, Any] | None = None,
         approver: Approver | None = None,
         owner: str = "Guard",
         history: int = 1000,
@@ -207,7 +211,7 @@ class Guard:
         self.pep = pep
         self.owner = owner
         self.registry = registry_from_specs(specs, owner=owner)
-        self.context = ExecutionContext.coerce(context)
+        self.context = None if context is None else ExecutionContext.coerce(context)
         self.approver = check_approver(approver)
         self.judgements: deque[Judgement] = deque(maxlen=history)
         self.outcomes: deque[Outcome] = deque(maxlen=history)
@@ -356,16 +360,18 @@ class Guard:
         error: BaseException,
         call_id: str | None = None,
         *,
+        why: str | None = None,
         context: ExecutionContext | Mapping[str, Any] | None = None,
     ) -> Judgement:
-        """Refuse, and audit, a call the plugin could not even read into a tool and arguments
-        (arguments that are not JSON, a call without a name). Never raises an ``Exception``."""
+        """Refuse, and audit as refused before evaluation, a call the plugin knows must not
+        run before the policy is asked: arguments that are not JSON, a call without a name,
+        a tool the turn did not offer. ``why`` is what the model reads (default: the
+        error's message). Never raises an ``Exception``."""
         name = _safe_name(tool)
         with contextlib.suppress(Exception):
             self._audit_rejection(name, self._context(context), error)
-        return self._keep(
-            _refused(name, call_id, f"it was refused before evaluation: {error}", error=repr(error))
-        )
+        reason = why if why is not None else f"it was refused before evaluation: {error}"
+        return self._keep(_refused(name, call_id, reason, error=repr(error)))
 
     # --- running --------------------------------------------------------------------------
 
@@ -459,7 +465,14 @@ class Guard:
     # --- the steps --------------------------------------------------------------------
 
     def _context(self, context: ExecutionContext | Mapping[str, Any] | None) -> ExecutionContext:
-        return self.context if context is None else ExecutionContext.coerce(context)
+        if context is not None:
+            return ExecutionContext.coerce(context)
+        if self.context is None:
+            raise ConfigurationError(
+                f"{self.owner}: no execution context for this call: give the guard context=, "
+                "or pass context= with each call"
+            )
+        return self.context
 
     def _judge(
         self,

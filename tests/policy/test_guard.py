@@ -336,3 +336,15 @@ def test_a_gated_call_that_ran_is_not_asked_about_again_when_its_batch_reruns(
     # The same command under a new call id is a new call: judged and approved again.
     assert guard.check("terminal", {"command": "ls"}, "call-2").allowed
     assert len(approver.requests) == 2
+
+
+def test_a_guard_without_a_context_judges_each_call_in_the_context_it_is_given(
+    guard: Guard,
+) -> None:
+    bare = Guard(guard.pep, specs=SPECS, context=None)
+    refused = bare.check("write_note", {"path": "a.txt", "text": "x"}, "call-1")
+    assert refused.refused and "no execution context for this call" in refused.message
+    allowed = bare.check(
+        "write_note", {"path": "a.txt", "text": "x"}, "call-2", context=guard.context
+    )
+    assert allowed.allowed, allowed.message
