@@ -2,16 +2,21 @@
 
 Two pieces, usable together or apart:
 
-* **Tool enforcement** — a :class:`ToolGuard` judges each tool call with the policy
-  enforcement point before it runs, in one of two forms: :class:`GovernedTool` wrappers
-  (``guard.wrap([...])`` over ``BaseTool`` subclasses and ``@tool`` functions) or
-  :class:`GovernedToolHooks` (CrewAI's ``before_tool_call`` / ``after_tool_call``). Both
+* **Tool enforcement** — a :class:`ToolGuard` (the CrewAI adapter of
+  :class:`jevqueue.policy.Guard`) judges each tool call with the policy enforcement point
+  before it runs, in one of two forms: :class:`GovernedTool` wrappers (``guard.wrap([...])``
+  over ``BaseTool`` subclasses and ``@tool`` functions), which run the judged arguments
+  through ``guard.run``, or :class:`GovernedToolHooks` (CrewAI's ``before_tool_call`` /
+  ``after_tool_call``), which replace the call's input with the judged arguments. Both
   fail closed: any exception inside the check is a denial, and no exception of ours ever
   reaches CrewAI's hook dispatcher, which would swallow it and run the tool (fail-open).
   A denial comes back to the agent as the tool's result, so the crew continues. Calls
-  that need an explicit approval go to an approval callback (:class:`ConsoleApproval` by
-  default, :class:`AuthorityApproval` for automation); the records it returns are bound
-  to the action digest and checked by the PEP.
+  that need an explicit approval go to the ``approver=`` (any
+  :class:`~jevqueue.policy.Approver`, shown the core :class:`~jevqueue.policy.ApprovalRequest`;
+  ``AuthorityApprover`` for automation, ``ConsoleApprover`` for a person at a terminal);
+  the records it returns are checked by the PEP, and an approver declines with
+  :class:`~jevqueue.errors.ApprovalDeclinedError`. CrewAI has no native pause: the
+  approver is asked inline.
 * **Turn governance** — :class:`GovernedLLM` wraps the agent's ``BaseLLM`` and runs the
   governor on every call: the forced tool's schema is the only one passed on, a prose
   turn passes on no tools, the passthrough passes everything unchanged, and the reply is
@@ -42,6 +47,19 @@ What CrewAI cannot force, and what the wrappers do about it:
   the guard's :class:`TurnScope`; while a tool is forced (or a turn allows no tools) the
   guard refuses a call of any other tool, including one a provider runs by itself from
   ``available_functions``.
+
+Routes around the guard, refused before the agent's first provider call (a
+``ConfigurationError`` naming the alternative), when the agent's LLM is a
+:class:`GovernedLLM` with ``guard=``:
+
+* a tool with no declaration (refused by ``guard.wrap``, and by the hooks when called);
+* ``allow_code_execution=True`` (code no guard judges: give the agent a declared,
+  sandboxed ``shell_command`` tool instead);
+* without the guard's hooks installed, any tool the agent or its executor holds that is
+  not a :class:`GovernedTool`: a plain tool given or added after wrapping, and the tools
+  CrewAI adds when a task runs — MCP tools (``mcps=``), platform apps (``apps=``),
+  delegation, memory and skill tools. Install ``guard.hooks()`` (every call judged) or
+  name such tools in ``GovernedLLM(..., ungoverned=[...])``.
 
 Install with ``pip install "jevqueue[crewai]"``. Disable CrewAI's telemetry where no
 network is wanted (``CREWAI_DISABLE_TELEMETRY=true``, ``OTEL_SDK_DISABLED=true``,

@@ -29,6 +29,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, Literal
 
 from crewai.llms.base_llm import BaseLLM, call_stop_override, call_stream_override
+from crewai.tools.agent_tools.deferred_tool_result_reader import DeferredToolResultReader
 from crewai.utilities.string_utils import sanitize_tool_name
 from jevqueue.errors import ConfigurationError, ProviderDisobeyedError, TurnInterruptedError
 from jevqueue.governor import Decision, Path
@@ -77,9 +78,10 @@ class GovernedLLM(BaseLLM):
             a text saying so instead (nothing is executed either way), as LangGraph's
             ``on_disobey="message"`` does.
         ungoverned: names of tools the agent may hold that no guard judges. Any other
-            tool that is neither a :class:`GovernedTool` of ``guard`` nor covered by its
+            tool that is neither a :class:`GovernedTool` nor covered by the guard's
             installed hooks is a ConfigurationError before the agent's first provider
-            call: it would run unaudited.
+            call (it would run unaudited), as are ``allow_code_execution=True`` and, without
+            the hooks, ``mcps=`` and ``apps=``.
 
     Raises:
         ConfigurationError: ``inner`` is not a ``BaseLLM``, ``react`` is unknown, or
@@ -276,29 +278,75 @@ class GovernedLLM(BaseLLM):
                 self._record_governor()
 
     def _refuse_ungoverned(self, agent: Any) -> None:
-        """Refuse, before the agent's first provider call, a tool its guard cannot see.
+        """Refuse, before the agent's first provider call, a route around the guard.
 
-        A plain tool beside governed ones would run with no judgement and no audit
-        record. With the guard's hooks installed every tool is judged; otherwise each
-        tool must be a GovernedTool or be named in ``ungoverned``.
+        Checked on every call, so a tool added to the agent later is caught too:
+
+        * code execution (``allow_code_execution=True``) runs code no guard judges, with
+          or without hooks;
+        * without the guard's hooks installed, MCP servers (``mcps=``) and platform apps
+          (``apps=``), whose tools CrewAI builds when the task runs and cannot be wrapped;
+        * without the guard's hooks installed, every tool the agent or its executor holds
+          — its own tools, and the ones CrewAI adds when the task runs: MCP tools
+          (``mcps=``), platform apps (``apps=``), delegation, memory and skill tools —
+          must be a :class:`GovernedTool` or be named in ``ungoverned``. CrewAI's own
+          reader of the deferred results it wrote this run is the one exception.
         """
         guard = self.guard
-        if guard is None or agent is None or getattr(guard, "hooks_installed", False):
+        if guard is None or agent is None:
             return
+        if getattr(agent, "allow_code_execution", False):
+            raise ConfigurationError(
+                f"agent {getattr(agent, 'role', '?')!r} has allow_code_execution=True: CrewAI's "
+                "code execution runs code that no guard judges. Turn it off and give the agent "
+                "a sandboxed tool instead, declared with tool_spec(tool, "
+                "side_effects={'shell_command'}) and wrapped with guard.wrap([...]), so every "
+                "run is judged (and approved) as a shell command"
+            )
+        if getattr(guard, "hooks_installed", False):
+            return
+        for keyword, what in (("mcps", "MCP servers"), ("apps", "CrewAI platform apps")):
+            if getattr(agent, keyword, None):
+                # CrewAI builds these tools when the task runs: they can never be wrapped.
+                raise ConfigurationError(
+                    f"agent {getattr(agent, 'role', '?')!r} has {keyword}=: CrewAI adds the "
+                    f"tools of its {what} when the task runs, as plain tools no guard judges. "
+                    "Install guard.hooks() so every tool call is judged (declare each of "
+                    "those tools by name in specs=[...]), or give the agent wrapped tools "
+                    "instead"
+                )
         from jevqueue.plugins.crewai.governed_tool import GovernedTool
 
-        plain = [
-            sanitize_tool_name(str(getattr(tool, "name", tool)))
-            for tool in (getattr(agent, "tools", None) or ())
-            if not isinstance(tool, GovernedTool)
+        executor = getattr(agent, "agent_executor", None)
+        held = [
+            *(getattr(agent, "tools", None) or ()),
+            *(getattr(executor, "original_tools", None) or ()),
         ]
-        missing = [name for name in plain if name not in self.ungoverned]
+        missing = sorted(
+            {
+                sanitize_tool_name(str(getattr(tool, "name", tool)))
+                for tool in held
+                if not isinstance(tool, (GovernedTool, DeferredToolResultReader))
+            }
+            - set(self.ungoverned)
+        )
         if missing:
+            routes = [
+                route
+                for route, given in (
+                    ("memory", getattr(agent, "memory", None)),
+                    ("allow_delegation=True", getattr(agent, "allow_delegation", False)),
+                )
+                if given
+            ]
             raise ConfigurationError(
-                f"the agent holds tools {missing} that no guard judges: they would run with "
-                "no policy check and no audit record. Wrap them with guard.wrap([...]) (after "
-                "tool_spec), install guard.hooks(), or name them in "
-                "GovernedLLM(..., ungoverned=[...]) if they are meant to run unjudged"
+                f"the agent holds tools {missing} that no guard judges"
+                + (f" (the agent has {', '.join(routes)})" if routes else "")
+                + ": they would run with no policy check and no audit record. Wrap them with "
+                "guard.wrap([...]) (after tool_spec), install guard.hooks() so every tool "
+                "call is judged (declare the names of tools CrewAI adds, such as MCP tools, "
+                "in specs=[...]), or name them in GovernedLLM(..., ungoverned=[...]) if they "
+                "are meant to run unjudged"
             )
 
     def _host(

@@ -4,7 +4,9 @@
 the same name, description and argument schema, so the model sees exactly the tool it saw
 before. CrewAI calls ``_run`` (ReAct text mode, through ``CrewStructuredTool``) or ``run``
 (native function calling, which validates the arguments and then calls ``_run``); both
-reach :meth:`GovernedTool._run`, which judges the exact arguments the tool would run with.
+reach :meth:`GovernedTool._run`, which asks the guard and runs the wrapped tool through
+``guard.run`` with the judged arguments (``Judgement.run_arguments()``: path fields hold the
+resolved absolute path the policy judged), never with the arguments as the model wrote them.
 
 A refused call returns a ``ToolFailure`` (code ``jevqueue_denied``): the agent reads the
 denial as the tool's result and the crew continues, and CrewAI records the call in
@@ -23,7 +25,8 @@ from crewai.tools import BaseTool
 from crewai.tools.tool_failure import ToolFailure, ToolFailureReason
 from crewai.utilities.string_utils import sanitize_tool_name
 from jevqueue.errors import ConfigurationError
-from jevqueue.plugins.crewai.tool_guard import DENIAL_CODE, GuardOutcome, ToolGuard
+from jevqueue.plugins.crewai.tool_guard import DENIAL_CODE, ToolGuard
+from jevqueue.policy import Judgement
 from pydantic import ConfigDict, Field
 
 __all__ = ["GovernedTool"]
@@ -90,15 +93,16 @@ class GovernedTool(BaseTool):
         """The name CrewAI dispatches the tool by, and the name the registry must hold."""
         return sanitize_tool_name(self.name)
 
-    def _refused(self, outcome: GuardOutcome) -> ToolFailure:
+    def _refused(self, judgement: Judgement) -> ToolFailure:
         return ToolFailure(
-            message=outcome.message,
+            message=judgement.message,
             reason=ToolFailureReason.TOOL_REPORTED,
             code=DENIAL_CODE,
             details={
-                "action_digest": outcome.action_digest,
-                "approval_requested": outcome.approval_requested,
-                "verdict": outcome.verdict.kind.value if outcome.verdict is not None else None,
+                "action_digest": judgement.action_digest,
+                "approval_requested": judgement.approval_requested,
+                "verdict": judgement.verdict.kind.value if judgement.verdict is not None else None,
+                "error": judgement.error,
             },
         )
 
@@ -112,30 +116,22 @@ class GovernedTool(BaseTool):
         return named
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
-        """Judge the call; run the wrapped tool only when the guard allows it."""
-        arguments = self._named(args, kwargs)
-        outcome = self.guard.check(self.sanitized_name, arguments)
-        if not outcome.allowed:
-            return self._refused(outcome)
-        # What was judged is what runs: the judged copy, paths resolved as judged.
-        return self.inner.run(**_to_run(outcome, arguments))
+        """Judge the call; run the wrapped tool with the judged arguments when allowed."""
+        judgement = self.guard.check(self.sanitized_name, self._named(args, kwargs))
+        if not judgement.allowed:
+            return self._refused(judgement)
+        return self.guard.run(judgement, lambda arguments: self.inner.run(**arguments))
 
     async def _arun(self, *args: Any, **kwargs: Any) -> Any:
-        """The asynchronous form of :meth:`_run`."""
-        arguments = self._named(args, kwargs)
-        outcome = await asyncio.to_thread(self.guard.check, self.sanitized_name, arguments)
-        if not outcome.allowed:
-            return self._refused(outcome)
-        judged = _to_run(outcome, arguments)
+        """The asynchronous form of :meth:`_run` (an ``async`` approver is awaited)."""
+        judgement = await self.guard.acheck(self.sanitized_name, self._named(args, kwargs))
+        if not judgement.allowed:
+            return self._refused(judgement)
         if _has_async_body(self.inner):
-            return await self.inner.arun(**judged)
-        return await asyncio.to_thread(self.inner.run, **judged)
-
-
-def _to_run(outcome: GuardOutcome, arguments: dict[str, Any]) -> dict[str, Any]:
-    if outcome.run_arguments is None:  # pragma: no cover - every allowed outcome has them
-        raise ConfigurationError("an allowed outcome without the judged arguments")
-    return dict(outcome.run_arguments)
+            return await self.guard.arun(judgement, lambda arguments: self.inner.arun(**arguments))
+        return await self.guard.arun(
+            judgement, lambda arguments: asyncio.to_thread(self.inner.run, **arguments)
+        )
 
 
 def _has_async_body(tool: BaseTool) -> bool:

@@ -64,23 +64,18 @@ class GovernedToolHooks:
     def before(self, context: Any) -> bool | None:
         """``before_tool_call``: ``False`` (block) unless the guard allows the call."""
         try:
-            outcome = self.guard.check(context.tool_name, context.tool_input)
-            if outcome.allowed:
-                tool_input = context.tool_input
-                if outcome.run_arguments is not None and isinstance(tool_input, dict):
-                    # CrewAI runs the tool with this very dict: make it the judged copy,
-                    # paths resolved as judged.
-                    tool_input.clear()
-                    tool_input.update(outcome.run_arguments)
-                    return None
-                if outcome.run_arguments == tool_input:
-                    return None
-                message = (
-                    f"jevqueue denied the call to {outcome.tool!r}: its arguments cannot be "
-                    "replaced by the judged ones (resolved paths); the call was not run"
-                )
-            else:
-                message = outcome.message
+            judgement = self.guard.check(context.tool_name, context.tool_input)
+            if judgement.allowed and isinstance(context.tool_input, dict):
+                # CrewAI runs the tool with this very dict: make it the judged arguments,
+                # paths resolved as judged. (No call id reaches a hook, and CrewAI runs
+                # the tool itself, so guard.run cannot wrap it here.)
+                context.tool_input.clear()
+                context.tool_input.update(judgement.run_arguments())
+                return None
+            message = judgement.message or (
+                f"jevqueue denied the call to {judgement.tool!r}: its arguments cannot be "
+                "replaced by the judged ones (resolved paths); the call was not run"
+            )
         except Exception as exc:  # anything escaping would fail open: block instead
             message = (
                 f"jevqueue denied the call: the tool hook failed ({type(exc).__name__}: {exc}); "

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from crewai import Agent, Crew, Task
 from crewai.events.event_listener import event_listener
 from crewai.tools import BaseTool
 from crewai.utilities.agent_utils import (
@@ -26,19 +27,23 @@ from crewai.utilities.agent_utils import (
     execute_single_native_tool_call,
     extract_tool_call_info,
 )
-from jevqueue.plugins.crewai import ApprovalRequest, GovernedLLM, ToolGuard
+from jevqueue.errors import ConfigurationError
+from jevqueue.plugins.crewai import GovernedLLM, ToolGuard
 from jevqueue.plugins.crewai.testing import LLMRequest, ScriptedLLM, tool_call
 from jevqueue.testing.conformance import (
     ConformanceTool,
     PluginConformance,
+    PolicyHarness,
     ProviderReply,
     ProviderRequest,
+    RouteAttempt,
+    ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
     TurnOutcome,
     TurnScenario,
 )
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, Field, create_model
 
 
 def crewai_tool(neutral: ConformanceTool) -> BaseTool:
@@ -84,18 +89,6 @@ def crewai_reply(reply: ProviderReply) -> Any:
     return reply.text
 
 
-class ApprovalDesk:
-    """The approval callback the glue installs: shows the digest, hands over the records."""
-
-    def __init__(self, records: tuple[Any, ...]) -> None:
-        self.records = records
-        self.asked: str | None = None
-
-    def __call__(self, request: ApprovalRequest) -> Any:
-        self.asked = request.action_digest
-        return self.records or None
-
-
 @contextmanager
 def quiet_console() -> Iterator[None]:
     """No crew sets CrewAI's console verbosity here; keep its tool panels off the terminal."""
@@ -133,7 +126,7 @@ def _run_one(call: Any, available: dict[str, Any], tools: list[BaseTool]) -> str
 
 
 class TestCrewAIConformance(PluginConformance):
-    """The seven checks with the tool wrappers (``GovernedTool``)."""
+    """Every conformance check with the tool wrappers (``GovernedTool``)."""
 
     def run_turn(self, turn: TurnScenario) -> TurnOutcome:
         guard = ToolGuard(turn.pep, specs=turn.specs, context=turn.context)
@@ -164,15 +157,110 @@ class TestCrewAIConformance(PluginConformance):
         )
 
     def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
-        desk = ApprovalDesk(call.approvals)
-        guard = ToolGuard(call.pep, specs=call.specs, context=call.context, approvals=desk)
+        guard = ToolGuard(call.pep, specs=call.specs, context=call.context, approver=call.approver)
         tools = self.enforce(guard, [crewai_tool(t) for t in call.tools])
         with self.installed(guard):
-            (message,) = run_calls([tool_call(call.tool.name, call.arguments)], tools)
+            (message,) = run_calls(
+                [tool_call(call.tool.name, call.arguments, call_id=call.call_id)], tools
+            )
         assert guard.last is not None
         return ToolCallOutcome(
-            message=message, is_error=not guard.last.allowed, approval_requested=desk.asked
+            message=message,
+            is_error=not guard.last.allowed,
+            approval_requested=call.approver.asked,
         )
+
+    def run_tool_batch(self, batch: ToolBatchScenario) -> list[ToolCallOutcome]:
+        """One model message with three native calls, run by a real Crew's executor.
+
+        CrewAI has no native pause: the approver is asked inline, while the executor runs
+        the batch, and nothing is re-executed.
+        """
+        guard = ToolGuard(
+            batch.pep, specs=batch.specs, context=batch.context, approver=batch.approver
+        )
+        tools = self.enforce(guard, [crewai_tool(t) for t in batch.tools])
+        message = [tool_call(name, arguments, call_id=cid) for name, arguments, cid in batch.calls]
+        llm = ScriptedLLM([message, "Done."])
+        with self.installed(guard), quiet_console():
+            crew(llm, tools).kickoff()
+        llm.assert_complete()
+        results = {
+            m.get("tool_call_id"): str(m.get("content"))
+            for m in llm.requests[1].messages
+            if m.get("role") == "tool"
+        }
+        judged = {j.tool: j for j in guard.judgements}
+        return [
+            ToolCallOutcome(
+                message=results[cid],
+                is_error=not judged[name].allowed,
+                approval_requested=judged[name].approval_requested,
+            )
+            for name, _, cid in batch.calls
+        ]
+
+    def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
+        tools = [crewai_tool(t) for t in conformance_tools_of(policy)]
+        guard = ToolGuard(policy.pep, specs=policy.specs, context=policy.context)
+        wrapped = self.enforce(guard, tools)
+        undeclared = undeclared_tool()
+        with self.installed(guard):
+            return [
+                self.undeclared_route(guard, undeclared, policy),
+                attempt(
+                    "code execution (allow_code_execution=True)",
+                    lambda: kickoff(guard, wrapped, allow_code_execution=True),
+                    undeclared,
+                ),
+                self.delegation_route(guard, wrapped, undeclared, policy),
+                *self.unwrapped_routes(guard, wrapped, undeclared),
+            ]
+
+    def undeclared_route(
+        self, guard: ToolGuard, undeclared: BaseTool, policy: PolicyHarness
+    ) -> RouteAttempt:
+        return attempt("undeclared tool", lambda: guard.wrap([undeclared]), undeclared)
+
+    def delegation_route(
+        self,
+        guard: ToolGuard,
+        wrapped: list[BaseTool],
+        undeclared: BaseTool,
+        policy: PolicyHarness,
+    ) -> RouteAttempt:
+        return attempt(
+            DELEGATION,
+            lambda: kickoff(guard, wrapped, allow_delegation=True, coworker=True),
+            undeclared,
+        )
+
+    def unwrapped_routes(
+        self, guard: ToolGuard, wrapped: list[BaseTool], undeclared: BaseTool
+    ) -> list[RouteAttempt]:
+        """Tools that never pass through a wrapper; refused while no hooks judge them."""
+        return [
+            attempt(
+                "a plain tool added to the agent after wrapping",
+                lambda: kickoff(guard, wrapped, added=undeclared),
+                undeclared,
+            ),
+            attempt(
+                "MCP tools (mcps=)",
+                lambda: first_turn(guard, wrapped, mcps=["https://mcp.example.com/sse"]),
+                undeclared,
+            ),
+            attempt(
+                "CrewAI platform apps (apps=)",
+                lambda: first_turn(guard, wrapped, apps=["gmail"]),
+                undeclared,
+            ),
+            attempt(
+                "a hooks guard built but never installed",
+                lambda: (guard.hooks(), kickoff(guard, [*wrapped, undeclared]))[1],
+                undeclared,
+            ),
+        ]
 
     # The enforcement form under test: wrappers here, hooks in the subclass.
     def enforce(self, guard: ToolGuard, tools: list[BaseTool]) -> list[BaseTool]:
@@ -184,7 +272,7 @@ class TestCrewAIConformance(PluginConformance):
 
 
 class TestCrewAIHookConformance(TestCrewAIConformance):
-    """The same seven checks with the hook form (``before_tool_call`` / ``after_tool_call``)."""
+    """The same checks with the hook form (``before_tool_call`` / ``after_tool_call``)."""
 
     def enforce(self, guard: ToolGuard, tools: list[BaseTool]) -> list[BaseTool]:
         return tools
@@ -193,3 +281,162 @@ class TestCrewAIHookConformance(TestCrewAIConformance):
     def installed(self, guard: ToolGuard) -> Iterator[None]:
         with guard.hooks().installed(scoped=True):
             yield
+
+    def undeclared_route(
+        self, guard: ToolGuard, undeclared: BaseTool, policy: PolicyHarness
+    ) -> RouteAttempt:
+        """Under the hooks an undeclared tool is judged when called: refused, audited."""
+        (message,) = run_calls([tool_call(undeclared.name, {"path": "x"})], [undeclared])
+        assert "no policy declaration" in message or "not registered" in message, message
+        return RouteAttempt(
+            "undeclared tool",
+            refused=False,
+            ran=bool(undeclared.ran),  # type: ignore[attr-defined]
+            audited=audited(policy, undeclared.name),
+        )
+
+    def delegation_route(
+        self,
+        guard: ToolGuard,
+        wrapped: list[BaseTool],
+        undeclared: BaseTool,
+        policy: PolicyHarness,
+    ) -> RouteAttempt:
+        """Under the hooks CrewAI's delegation tool is judged when the model calls it."""
+        delegate = tool_call(
+            "delegate_work_to_coworker",
+            {"task": "Erase the disk.", "context": "Now.", "coworker": "Coworker"},
+        )
+        coworker = kickoff(guard, wrapped, allow_delegation=True, coworker=True, reply=delegate)
+        return RouteAttempt(
+            DELEGATION,
+            refused=False,
+            ran=bool(coworker.requests),
+            audited=audited(policy, "delegate_work_to_coworker"),
+        )
+
+    def unwrapped_routes(
+        self, guard: ToolGuard, wrapped: list[BaseTool], undeclared: BaseTool
+    ) -> list[RouteAttempt]:
+        return []  # under the hooks no tool passes around them: each is judged when called
+
+
+# --- a crew for the batch and the routes ------------------------------------------------------
+
+
+def crew(llm: Any, tools: list[BaseTool]) -> Crew:
+    """One real agent over the scripted model, holding ``tools``, with one task."""
+    one = Agent(
+        role="Assistant",
+        goal="Help",
+        backstory="Careful.",
+        llm=llm,
+        tools=list(tools),
+        verbose=False,
+        max_iter=2,
+        allow_delegation=False,
+    )
+    task = Task(description="Do the three things.", expected_output="Done.", agent=one)
+    return Crew(agents=[one], tasks=[task], verbose=False)
+
+
+# --- routes around the guard -----------------------------------------------------------------
+
+DELEGATION = "delegation tools CrewAI adds (allow_delegation=True, two agents)"
+
+
+def conformance_tools_of(policy: PolicyHarness) -> list[ConformanceTool]:
+    from jevqueue.testing.conformance import conformance_tools
+
+    declared = {spec.name for spec in policy.specs}
+    return [t for t in conformance_tools() if t.name in declared]
+
+
+def undeclared_tool() -> BaseTool:
+    """A real tool with no declaration; ``.ran`` records whether its body ran."""
+
+    class EraseDisk(BaseTool):
+        name: str = "erase_disk"
+        description: str = "Erase a disk."
+        ran: list[str] = Field(default_factory=list)
+
+        def _run(self, path: str) -> str:
+            self.ran.append(path)
+            return "erased"
+
+    return EraseDisk()
+
+
+def audited(policy: PolicyHarness, tool: str) -> bool:
+    return any(event["tool"] == tool for event in policy.audit.events)
+
+
+def attempt(route: str, build: Any, undeclared: BaseTool) -> RouteAttempt:
+    """Take ``route``; a ConfigurationError is a refusal (nothing may have run)."""
+    try:
+        build()
+    except ConfigurationError as refused:
+        ran = bool(undeclared.ran)  # type: ignore[attr-defined]
+        return RouteAttempt(route, refused=True, ran=ran, error=str(refused))
+    return RouteAttempt(route, refused=False, ran=bool(undeclared.ran))  # type: ignore[attr-defined]
+
+
+class Unsure:
+    """A ballot that never picks a tool: every turn is delegated to the model unchanged."""
+
+    def score(self, messages: Any, tools: Any) -> dict[str, float]:
+        return {t["function"]["name"]: 0.4 for t in tools}
+
+
+def agent(
+    guard: ToolGuard,
+    tools: list[BaseTool],
+    *,
+    reply: Any = None,
+    role: str = "Assistant",
+    **options: Any,
+) -> Agent:
+    """A real agent whose governed model calls ``reply`` (default: the undeclared tool)."""
+    from jevqueue import Governor, Thresholds
+
+    script = ScriptedLLM([reply or tool_call("erase_disk", {"path": "/"}), "Done."])
+    governor = Governor(Unsure(), thresholds=Thresholds(confident=0.6, margin=0.25, floor=0.2))
+    return Agent(
+        role=role,
+        goal="Help",
+        backstory="Careful.",
+        llm=GovernedLLM(script, governor, guard=guard),
+        tools=list(tools),
+        verbose=False,
+        max_iter=2,
+        **options,
+    )
+
+
+def kickoff(
+    guard: ToolGuard,
+    tools: list[BaseTool],
+    *,
+    added: BaseTool | None = None,
+    coworker: bool = False,
+    **options: Any,
+) -> ScriptedLLM:
+    """Build a real crew whose agent takes the route and run it; return the coworker's
+    model (its requests show whether a delegation reached it)."""
+    first = agent(guard, tools, **options)
+    if added is not None:
+        first.tools.append(added)
+    second = agent(guard, tools, role="Coworker", allow_delegation=False)
+    task = Task(description="Erase the disk.", expected_output="Done.", agent=first)
+    with quiet_console():
+        Crew(agents=[first, second] if coworker else [first], tasks=[task]).kickoff()
+    return second.llm.inner
+
+
+def first_turn(guard: ToolGuard, tools: list[BaseTool], **options: Any) -> None:
+    """The agent's first model turn, as CrewAI's executor makes it (the route's tools are
+    fetched from a server when the task runs, which this offline test does not reach)."""
+    governed = agent(guard, tools, **options)
+    schemas, _, _ = convert_tools_to_openai_schema(tools)
+    messages = [{"role": "user", "content": "Erase the disk."}]
+    governed.llm.call(messages, tools=schemas, from_agent=governed)

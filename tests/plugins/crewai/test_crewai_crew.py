@@ -10,7 +10,6 @@ from jevqueue import Governor, Path, ProviderDisobeyedError, Thresholds
 from jevqueue.host import LOCAL_MODEL_ID
 from jevqueue.plugins.crewai import (
     REACT_NOTE,
-    AuthorityApproval,
     CrewProviderDisobeyedError,
     ForcingUnavailableError,
     GovernedLLM,
@@ -23,6 +22,7 @@ from jevqueue.plugins.crewai.testing import (
     react_answer,
     tool_call,
 )
+from jevqueue.policy import AuthorityApprover
 
 THRESHOLDS = Thresholds(confident=0.6, margin=0.25, floor=0.2)
 WEATHER_FIRST = {"lookup_weather": 0.95, "write_note": 0.1, "run_shell": 0.05}
@@ -161,8 +161,8 @@ def test_a_denied_call_reaches_the_agent_as_the_tool_result_and_the_crew_continu
 
 
 def test_an_approved_shell_call_runs_once(kit: Kit) -> None:
-    approvals = AuthorityApproval(kit.authority)
-    guard = kit.guard(approvals=approvals)
+    approver = AuthorityApprover(kit.authority)
+    guard = kit.guard(approver=approver)
     call = {"command": "ls", "cwd": str(kit.workspace)}
     inner = ScriptedLLM([tool_call("run_shell", call), "Listed."])
     llm = GovernedLLM(inner, governor(UNSURE), guard=guard)
@@ -170,7 +170,7 @@ def test_an_approved_shell_call_runs_once(kit: Kit) -> None:
 
     assert crew.kickoff().raw == "Listed."
     assert kit.ran.calls == [("run_shell", call)]
-    (request,) = approvals.requests
+    (request,) = approver.requests
     assert request.action_digest.startswith("sha256:")
     assert guard.last is not None and guard.last.approval_requested == request.action_digest
     assert [result for _, result in kit.results()] == [
@@ -181,7 +181,7 @@ def test_an_approved_shell_call_runs_once(kit: Kit) -> None:
 
 def test_an_approval_for_another_action_authorises_nothing(kit: Kit) -> None:
     other = kit.authority.issue("sha256:" + "0" * 64)
-    guard = kit.guard(approvals=lambda request: other)
+    guard = kit.guard(approver=lambda request: other)
     call = {"command": "rm -rf build", "cwd": str(kit.workspace)}
     inner = ScriptedLLM([tool_call("run_shell", call), "Not allowed."])
     llm = GovernedLLM(inner, governor(UNSURE), guard=guard)
@@ -191,13 +191,11 @@ def test_an_approval_for_another_action_authorises_nothing(kit: Kit) -> None:
 
     assert kit.ran.calls == []
     (denial,) = tool_messages(inner.requests[1])
-    assert "does not authorise this exact action" in denial
+    assert "the approval given was refused" in denial and "it approves another action" in denial
 
 
-def test_without_a_terminal_the_console_approval_denies_with_a_clear_message(
-    kit: Kit,
-) -> None:
-    guard = kit.guard()  # the default: ConsoleApproval; pytest's stdin is not a TTY
+def test_without_an_approver_the_call_is_denied_with_a_clear_message(kit: Kit) -> None:
+    guard = kit.guard()  # no approver=
     call = {"command": "ls", "cwd": str(kit.workspace)}
     inner = ScriptedLLM([tool_call("run_shell", call), "Could not."])
     llm = GovernedLLM(inner, governor(UNSURE), guard=guard)
@@ -207,7 +205,7 @@ def test_without_a_terminal_the_console_approval_denies_with_a_clear_message(
 
     assert kit.ran.calls == []
     (denial,) = tool_messages(inner.requests[1])
-    assert "no terminal is attached" in denial and "AuthorityApproval" in denial
+    assert "no approver is configured" in denial and "pass approver=" in denial
 
 
 def test_a_tool_not_offered_on_a_forced_turn_is_refused(kit: Kit) -> None:
@@ -379,3 +377,81 @@ def test_a_tool_named_ungoverned_may_run_unjudged(kit: Kit) -> None:
     assert crew.kickoff().raw == "Sunny."
     assert kit.ran.calls == [("lookup_weather", {"city": "Lisbon"})]
     assert kit.audit.events == []  # named as ungoverned: not judged, as asked
+
+
+# --- routes around the guard, refused before the first provider call ----------------------------
+
+
+def two_agent_crew(kit: Kit, llm: GovernedLLM, tools: list[Any], **options: Any) -> Any:
+    from crewai import Agent, Crew, Task
+
+    lead = Agent(
+        role="Lead",
+        goal="Help",
+        backstory="Careful.",
+        llm=llm,
+        tools=tools,
+        verbose=False,
+        max_iter=2,
+        **options,
+    )
+    helper = Agent(
+        role="Helper", goal="Help", backstory="Careful.", llm=llm, tools=tools, verbose=False
+    )
+    task = Task(description="Clean the build.", expected_output="Done.", agent=lead)
+    return Crew(agents=[lead, helper], tasks=[task], verbose=False)
+
+
+def test_code_execution_is_refused_before_the_first_turn(kit: Kit) -> None:
+    # Before: allowed; an agent with allow_code_execution=True ran code no guard judged.
+    from jevqueue.errors import ConfigurationError
+
+    guard = kit.guard()
+    inner = ScriptedLLM([])
+    llm = GovernedLLM(inner, governor(UNSURE), guard=guard)
+    crew = make_crew(llm, guard.wrap(kit.tools.values()), "Clean the build.")
+    crew.agents[0].allow_code_execution = True
+
+    with pytest.raises(ConfigurationError, match=r"allow_code_execution=True.*shell_command"):
+        crew.kickoff()
+    assert inner.requests == [] and kit.audit.events == []
+
+
+def test_tools_crewai_adds_when_the_task_runs_are_refused_unless_judged(kit: Kit) -> None:
+    # Before: only agent.tools was checked, so the delegation tools the crew hands the
+    # executor ran unjudged beside governed tools.
+    from jevqueue.errors import ConfigurationError
+
+    guard = kit.guard()
+    inner = ScriptedLLM([])
+    llm = GovernedLLM(inner, governor(UNSURE), guard=guard)
+    crew = two_agent_crew(kit, llm, guard.wrap(kit.tools.values()), allow_delegation=True)
+
+    with pytest.raises(ConfigurationError, match=r"delegate_work_to_coworker.*allow_delegation"):
+        crew.kickoff()
+    assert inner.requests == []
+
+
+def test_mcp_servers_need_the_hooks(kit: Kit) -> None:
+    # Before: MCP tools (resolved when the task runs) were never checked at all.
+    from crewai import Agent
+    from jevqueue.errors import ConfigurationError
+
+    guard = kit.guard()
+    inner = ScriptedLLM([])
+    llm = GovernedLLM(inner, governor(UNSURE), guard=guard)
+    agent = Agent(
+        role="Lead",
+        goal="Help",
+        backstory="Careful.",
+        llm=llm,
+        tools=guard.wrap(kit.tools.values()),
+        mcps=["https://mcp.example.com/sse"],
+    )
+    with pytest.raises(ConfigurationError, match=r"mcps=.*guard.hooks\(\)"):
+        llm.call("hi", tools=[], from_agent=agent)
+    with guard.hooks().installed(scoped=True):
+        # Judged call by call under the hooks: the build is accepted.
+        llm.governor = governor({})
+        inner.add("Hello.")
+        assert llm.call("hi", tools=[], from_agent=agent) == "Hello."

@@ -89,7 +89,7 @@ def test_an_unregistered_tool_is_refused_when_wrapped(kit: Kit) -> None:
         kit.ran.calls.append(("send_email", {"to": to}))
         return "sent"
 
-    with pytest.raises(ConfigurationError, match=r"\['send_email'\] are not declared"):
+    with pytest.raises(ConfigurationError, match=r"\['send_email'\] have no policy declaration"):
         kit.guard().wrap([kit.tools["lookup_weather"], send_email])
     assert kit.ran.calls == []
 
