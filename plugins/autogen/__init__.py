@@ -10,8 +10,9 @@ turn, the PEP in front of every tool call.
   asked; the reply (the final ``CreateResult`` of a stream) is read back before the agent
   sees it.
 * :class:`PolicyWorkbench` fronts any ``Workbench`` (``StaticWorkbench``, ``McpWorkbench``):
-  every call is judged before the inner workbench runs it; a refusal is a
-  ``ToolResult(is_error=True)`` the model reads. Approvals go to ``approval_func``.
+  every call is judged by :class:`jevqueue.policy.Guard` before the inner workbench runs
+  it, with the arguments that were judged; a refusal is a ``ToolResult(is_error=True)``
+  the model reads. Approvals go to ``approver=``.
 
 **Classic AutoGen** (``ConversableAgent``; ag2 0.x, ``import autogen``,
 ``pip install "jevqueue[ag2]"``), in its ``AgentCapability`` idiom:
@@ -24,10 +25,18 @@ turn, the PEP in front of every tool call.
 * :class:`PolicyCapability` ``.add_to_agent(executor)`` registers a reply (sync and async)
   in front of the executor's own tool-call replies that judges every call of a batch
   before any runs, answers each ``tool_call_id`` itself (denials as tool responses) and
-  asks ``approval`` for approvals.
+  asks ``approver=`` for approvals. It refuses an executor that can run code blocks
+  (``code_execution_config``): declare a shell tool instead, judged as ``shell_command``.
 * :func:`governed_tool` wraps a function or ``autogen.tools.Tool`` so that its body runs
   only after the policy allowed the call: for executors you do not own (group chats,
   ``run()``).
+
+The three tool-call entry points are thin adapters of :class:`jevqueue.policy.Guard`: each
+takes ``approver=`` (the core :class:`~jevqueue.policy.Approver`, shown the core
+:class:`~jevqueue.policy.ApprovalRequest` and asked inline; raise
+:class:`~jevqueue.errors.ApprovalDeclinedError` to decline with a reason the model reads)
+and runs the judged arguments through ``guard.run``, once per call id. ``approval_func=``
+and ``approval=`` still work for one release, with a ``DeprecationWarning``.
 
 In both worlds a denial never crashes the chat (the model reads it), and a disobeying
 provider raises :class:`~jevqueue.errors.ProviderDisobeyedError` with nothing executed
@@ -66,8 +75,8 @@ AgentChat:
   argument, and the model may call the forced tool twice. The read-back requires exactly
   one call of the forced tool, so such a reply is blocked.
 * **Handoffs bypass the workbench**: ``AssistantAgent`` runs handoff tools itself, so
-  :class:`PolicyWorkbench` cannot judge them. They only transfer the conversation; the
-  receiving agent's own workbench judges what it then calls.
+  :class:`PolicyWorkbench` cannot judge them. :class:`GovernedChatCompletionClient`
+  refuses a turn that offers one (``ConfigurationError``, before any provider call).
 * **Reflection turns** (``reflect_on_tool_use``) pass ``tool_choice="none"`` without tools
   of the agent's choosing; the governed client passes every call with a caller-chosen
   ``tool_choice``, or without tools, through untouched and records it as ``delegate``.
@@ -81,9 +90,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from jevqueue.plugins.autogen.approval import ApprovalFunc, ApprovalRequest
-from jevqueue.plugins.autogen.policy_judge import CallJudgement, PolicyJudge
+from jevqueue.plugins.autogen.policy_judge import ApprovalFunc, CallJudgement, PolicyJudge
 from jevqueue.plugins.autogen.tool_spec import tool_spec
+from jevqueue.policy import ApprovalRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.plugins.autogen.agentchat_client import GovernedChatCompletionClient

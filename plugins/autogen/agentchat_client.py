@@ -14,6 +14,12 @@ A call without tools, or with a ``tool_choice`` the caller chose itself (AgentCh
 reflection turn passes ``"none"``), is not a routing decision: it passes through
 untouched and is recorded as ``delegate``. A streamed passthrough streams live; a
 constrained streamed turn is read to its end and read back before any chunk is yielded.
+
+A call that offers a handoff tool (``AssistantAgent(handoffs=...)``, a ``Swarm``
+participant) is refused with a ``ConfigurationError`` before any provider call: the agent
+runs handoffs itself, around its ``PolicyWorkbench``, so no policy would ever judge or
+audit them. Let a team pick the next speaker instead (``SelectorGroupChat``,
+``RoundRobinGroupChat``); each participant's own ``PolicyWorkbench`` judges its calls.
 """
 
 from __future__ import annotations
@@ -114,6 +120,7 @@ class GovernedChatCompletionClient(ChatCompletionClient):
         cancellation_token: Any = None,
     ) -> CreateResult:
         """Govern one model call, then answer through the wrapped client (or locally)."""
+        _refuse_handoffs(tools)
         call = _call(tool_choice, json_output, extra_create_args, cancellation_token)
         if not tools or tool_choice != "auto":
             self._decisions.append(Decision(path=Path.DELEGATE, reason=NOT_ROUTED_NOTE))
@@ -137,6 +144,7 @@ class GovernedChatCompletionClient(ChatCompletionClient):
         cancellation_token: Any = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
         """The streaming form of :meth:`create`: chunks, then the final ``CreateResult``."""
+        _refuse_handoffs(tools)
         call = _call(tool_choice, json_output, extra_create_args, cancellation_token)
         if not tools or tool_choice != "auto":
             self._decisions.append(Decision(path=Path.DELEGATE, reason=NOT_ROUTED_NOTE))
@@ -218,3 +226,21 @@ def _call(
         "extra_create_args": extra_create_args,
         "cancellation_token": token,
     }
+
+
+def _refuse_handoffs(tools: Sequence[Any]) -> None:
+    """Handoffs run around the workbench, unjudged and unaudited: refused before any call."""
+    handoffs = [
+        getattr(tool, "name", "?")
+        for tool in tools
+        # AgentChat's Handoff.handoff_tool: a FunctionTool over a closure of the handoff.
+        if getattr(getattr(tool, "_func", None), "__qualname__", "").startswith("Handoff.")
+    ]
+    if handoffs:
+        raise ConfigurationError(
+            f"the agent offers the handoff tools {handoffs}, which AgentChat runs itself, "
+            "around the PolicyWorkbench, so no policy judges or audits them: build the "
+            "governed agent without handoffs= (and outside a Swarm), and let a team pick the "
+            "next speaker instead (SelectorGroupChat, RoundRobinGroupChat), where each "
+            "participant's own PolicyWorkbench judges its calls"
+        )

@@ -1,11 +1,19 @@
-"""A workbench whose every tool call the PEP judges before the inner workbench runs it.
+"""A workbench whose every tool call the guard judges before the inner workbench runs it.
 
 ``AssistantAgent(..., workbench=PolicyWorkbench(StaticWorkbench(tools), pep=pep,
-specs=[...], context=context))`` — or around an ``McpWorkbench`` — and every call the
-agent dispatches to the workbench goes through :class:`~.policy_judge.PolicyJudge` first.
-A refused call returns ``ToolResult(is_error=True)`` whose text says why: the model reads
-the denial as the tool's result and the conversation goes on. An allowed call reaches the
-inner workbench with the arguments that were judged (path fields as resolved).
+specs=[...], context=context, approver=approver))`` — or around an ``McpWorkbench`` — and
+every call the agent dispatches to the workbench goes through
+:meth:`jevqueue.policy.Guard.acheck` first (an approver, plain or ``async``, is asked
+inline). A refused call returns ``ToolResult(is_error=True)`` whose text is the guard's
+message: the model reads the denial as the tool's result and the conversation goes on. An
+allowed call reaches the inner workbench through :meth:`~jevqueue.policy.Guard.arun`, with
+the arguments that were judged (path fields as resolved), at most once per call id.
+
+Routes around the workbench: a tool the inner workbench lists without a declaration is a
+``ConfigurationError`` when the wrapper is built (for a workbench that must start first,
+on its first ``list_tools``, before any call). Handoffs (``AssistantAgent(handoffs=...)``,
+``Swarm``) never reach a workbench: :class:`~.agentchat_client.GovernedChatCompletionClient`
+refuses a turn that offers one.
 
 The wrapper is deliberately *not* a ``StreamWorkbench``: ``AssistantAgent`` sends every
 call of a workbench that is one through ``call_tool_stream``, and this wrapper governs
@@ -25,9 +33,8 @@ from jevqueue.plugins.autogen._agentchat_framework import (
     ToolResult,
     Workbench,
 )
-from jevqueue.plugins.autogen.approval import ApprovalFunc
-from jevqueue.plugins.autogen.policy_judge import CallJudgement, PolicyJudge
-from jevqueue.policy import ExecutionContext, ToolSpec
+from jevqueue.policy import Approver, ExecutionContext, Guard, Judgement, ToolSpec
+from jevqueue.policy._approval_request import deprecated_approver
 
 __all__ = ["PolicyWorkbench"]
 
@@ -43,14 +50,18 @@ class PolicyWorkbench(Workbench):
             (:func:`~jevqueue.plugins.autogen.tool_spec`).
         context: The execution context (an ``ExecutionContext`` or a mapping of its
             fields), validated now.
-        approval_func: Asked for approval records when a call needs an explicit approval:
-            ``(ApprovalRequest) -> ApprovalRecord(s) | None``, plain or ``async``. Without
-            one such calls are denied with a message saying how to configure it.
+        approver: Asked for approval records when a call needs an explicit approval
+            (:class:`jevqueue.policy.Approver`: ``(ApprovalRequest) -> ApprovalRecord(s) |
+            None``, plain or ``async``; raise ``ApprovalDeclinedError(reason)`` to
+            decline). Without one such calls are refused with a message saying how to add
+            one.
+        approval_func: The former name of ``approver`` (deprecated).
 
     Raises:
         ConfigurationError: ``inner`` is not a ``Workbench``, ``specs`` is malformed, or
             the inner workbench lists a tool that has no spec (checked now for a
-            ``StaticWorkbench``, else on the first ``list_tools``, before any call).
+            ``StaticWorkbench``, else on the first ``list_tools``, before any call), or
+            an approver is given under two keywords or is not callable.
         InvalidContextError: ``context`` is incomplete or ambient.
     """
 
@@ -61,7 +72,8 @@ class PolicyWorkbench(Workbench):
         pep: Any,
         specs: Iterable[ToolSpec],
         context: ExecutionContext | Mapping[str, Any],
-        approval_func: ApprovalFunc | None = None,
+        approver: Approver | None = None,
+        approval_func: Approver | None = None,
     ) -> None:
         if not isinstance(inner, Workbench):
             raise ConfigurationError(
@@ -69,12 +81,12 @@ class PolicyWorkbench(Workbench):
                 f"McpWorkbench(...)); got {type(inner).__name__}"
             )
         self.inner = inner
-        self.judge = PolicyJudge(
+        self.guard = Guard(
             pep,
             specs=specs,
             context=context,
-            approval=approval_func,
-            approval_hint="approval_func=",
+            approver=deprecated_approver(approver, "PolicyWorkbench", approval_func=approval_func),
+            owner="PolicyWorkbench",
         )
         self._checked = False
         # A StaticWorkbench lists its tools without waiting on anything, so they are checked
@@ -85,18 +97,20 @@ class PolicyWorkbench(Workbench):
                 self._check(listed)
 
     @property
-    def last(self) -> CallJudgement | None:
+    def judge(self) -> Guard:
+        """The guard (this wrapper's former attribute name)."""
+        return self.guard
+
+    @property
+    def last(self) -> Judgement | None:
         """The most recent judgement."""
-        return self.judge.last
+        return self.guard.last
 
     def _check(self, tools: Iterable[Any]) -> None:
-        missing = [tool["name"] for tool in tools if not self.judge.declared(tool["name"])]
-        if missing:
-            raise ConfigurationError(
-                f"the workbench lists {missing} without a policy declaration: pass a spec for "
-                "each, specs=[tool_spec(tool, side_effects={...}), ...] "
-                "(jevqueue.plugins.autogen.tool_spec accepts the workbench's tool schemas too)"
-            )
+        self.guard.require_declared(
+            (tool["name"] for tool in tools),
+            how=" (jevqueue.plugins.autogen.tool_spec accepts the workbench's tool schemas too)",
+        )
         self._checked = True
 
     async def list_tools(self) -> list[Any]:
@@ -113,14 +127,16 @@ class PolicyWorkbench(Workbench):
         call_id: str | None = None,
     ) -> ToolResult:
         """Judge the call; run it on the inner workbench only when the policy allows it."""
-        judgement = await self.judge.ajudge(name, arguments, call_id)
+        judgement = await self.guard.acheck(name, arguments, call_id)
         if not judgement.allowed:
             return ToolResult(
                 name=name, result=[TextResultContent(content=judgement.message)], is_error=True
             )
-        return await self.inner.call_tool(
-            name, judgement.run_arguments(), cancellation_token, call_id
-        )
+
+        async def execute(run: dict[str, Any]) -> ToolResult:
+            return await self.inner.call_tool(name, run, cancellation_token, call_id)
+
+        return await self.guard.arun(judgement, execute)
 
     async def start(self) -> None:
         """Start the inner workbench."""

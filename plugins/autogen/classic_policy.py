@@ -1,18 +1,26 @@
 """``PolicyCapability``: every tool call a classic AutoGen executor would run, judged first.
 
-``PolicyCapability(pep, specs=..., context=..., approval=...).add_to_agent(executor)``
+``PolicyCapability(pep, specs=..., context=..., approver=...).add_to_agent(executor)``
 registers a reply function, plain and ``async``, in front of the executor's own
 tool-call replies (``generate_tool_calls_reply`` and the legacy function-call reply):
 termination and human input keep their places before it. When the newest message calls
 tools, the reply function
 
-1. judges **every** call of the batch with the PEP (audited, approvals asked) before any
-   of them runs;
-2. runs the allowed ones, each once, through the executor's own ``execute_function`` /
-   ``a_execute_function`` with the arguments that were judged (path fields as resolved);
-3. answers every ``tool_call_id`` itself — a refused call with the denial as its tool
-   response — in the shape ``generate_tool_calls_reply`` returns, so the chat goes on and
-   AutoGen's own tool execution never sees the message.
+1. judges **every** call of the batch with :class:`jevqueue.policy.Guard` (``check`` /
+   ``acheck``: audited, the approver asked inline) before any of them runs;
+2. runs the allowed ones through :meth:`~jevqueue.policy.Guard.run` — each call id at
+   most once — and the executor's own ``execute_function`` / ``a_execute_function``, with
+   the arguments that were judged (path fields as resolved);
+3. answers every ``tool_call_id`` itself — a refused call with the guard's message as its
+   tool response — in the shape ``generate_tool_calls_reply`` returns, so the chat goes on
+   and AutoGen's own tool execution never sees the message.
+
+Routes around the guard, refused when the capability is added (``ConfigurationError``):
+a function the executor runs without a declaration, and code execution — an executor with
+``code_execution_config`` (a ``UserProxyAgent``'s default) runs every code block of a
+prose reply with no judgement; declare a shell tool instead (judged as ``shell_command``)
+and build the executor with ``code_execution_config=False``. A function registered after
+the capability was added is judged per call like any other (an undeclared one is refused).
 
 It does not rely on ``register_hook("safeguard_tool_inputs")``, which AutoGen does not run
 on the async path; the executor's ``safeguard_tool_inputs`` / ``safeguard_tool_outputs``
@@ -28,9 +36,8 @@ from typing import Any
 
 from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.autogen._classic_framework import Agent, AgentCapability, ConversableAgent
-from jevqueue.plugins.autogen.approval import ApprovalFunc
-from jevqueue.plugins.autogen.policy_judge import CallJudgement, PolicyJudge
-from jevqueue.policy import ExecutionContext, ToolSpec
+from jevqueue.policy import Approver, ExecutionContext, Guard, Judgement, ToolSpec, refusal_message
+from jevqueue.policy._approval_request import deprecated_approver
 
 __all__ = ["PolicyCapability"]
 
@@ -39,6 +46,10 @@ _TOOL_REPLIES = (
     ConversableAgent.a_generate_tool_calls_reply,
     ConversableAgent.generate_function_call_reply,
     ConversableAgent.a_generate_function_call_reply,
+)
+_CODE_REPLIES = (
+    ConversableAgent.generate_code_execution_reply,
+    ConversableAgent._generate_code_execution_reply_using_executor,
 )
 
 
@@ -51,13 +62,16 @@ class PolicyCapability(AgentCapability):  # type: ignore[misc]
             (:func:`~jevqueue.plugins.autogen.tool_spec`).
         context: The execution context (an ``ExecutionContext`` or a mapping of its
             fields), validated now.
-        approval: Asked for approval records when a call needs an explicit approval:
-            ``(ApprovalRequest) -> ApprovalRecord(s) | None``, plain or ``async`` (an
-            ``async`` one in a sync chat denies the call, saying so). Without one such
-            calls are denied with a message saying how to configure it.
+        approver: Asked for approval records when a call needs an explicit approval
+            (:class:`jevqueue.policy.Approver`: ``(ApprovalRequest) -> ApprovalRecord(s) |
+            None``, plain or ``async`` — an ``async`` one in a sync chat refuses the call,
+            saying so; raise ``ApprovalDeclinedError(reason)`` to decline). Without one
+            such calls are refused with a message saying how to add one.
+        approval: The former name of ``approver`` (deprecated).
 
     Raises:
-        ConfigurationError: ``specs`` is malformed or ``approval`` is not callable.
+        ConfigurationError: ``specs`` is malformed, or the approver is not callable or is
+            given under two keywords.
         InvalidContextError: ``context`` is incomplete or ambient.
     """
 
@@ -67,25 +81,36 @@ class PolicyCapability(AgentCapability):  # type: ignore[misc]
         *,
         specs: Iterable[ToolSpec],
         context: ExecutionContext | Mapping[str, Any],
-        approval: ApprovalFunc | None = None,
+        approver: Approver | None = None,
+        approval: Approver | None = None,
     ) -> None:
         super().__init__()
-        self.judge = PolicyJudge(
-            pep, specs=specs, context=context, approval=approval, approval_hint="approval="
+        self.guard = Guard(
+            pep,
+            specs=specs,
+            context=context,
+            approver=deprecated_approver(approver, "PolicyCapability", approval=approval),
+            owner="PolicyCapability",
         )
         self.agents: list[Any] = []
 
     @property
-    def last(self) -> CallJudgement | None:
+    def judge(self) -> Guard:
+        """The guard (this capability's former attribute name)."""
+        return self.guard
+
+    @property
+    def last(self) -> Judgement | None:
         """The most recent judgement."""
-        return self.judge.last
+        return self.guard.last
 
     def add_to_agent(self, agent: ConversableAgent) -> None:
         """Judge every tool call ``agent`` executes, in sync and async chats.
 
         Raises:
             ConfigurationError: ``agent`` is not a ``ConversableAgent``, is already governed
-                by a policy capability, or runs a function that has no spec.
+                by a policy capability, runs a function that has no spec, or executes code
+                blocks (``code_execution_config``).
         """
         if not isinstance(agent, ConversableAgent):
             raise ConfigurationError(
@@ -94,12 +119,8 @@ class PolicyCapability(AgentCapability):  # type: ignore[misc]
         entries = agent._reply_func_list
         if any(getattr(e["reply_func"], "__name__", "") == "policy_reply" for e in entries):
             raise ConfigurationError(f"agent {agent.name!r} already has a policy capability")
-        missing = sorted(name for name in agent.function_map if not self.judge.declared(name))
-        if missing:
-            raise ConfigurationError(
-                f"agent {agent.name!r} runs {missing} without a policy declaration: pass a spec "
-                "for each, specs=[tool_spec(tool, side_effects={...}), ...]"
-            )
+        refuse_code_execution(agent)
+        self.guard.require_declared(agent.function_map, how=f" (agent {agent.name!r} runs them)")
         position = next((i for i, e in enumerate(entries) if e["reply_func"] in _TOOL_REPLIES), 0)
         agent.register_reply(
             [Agent, None], self.a_policy_reply, position=position, ignore_async_in_sync_chat=True
@@ -138,63 +159,75 @@ class PolicyCapability(AgentCapability):  # type: ignore[misc]
 
     # --- judging and running -----------------------------------------------------------
 
-    def _prepared(self, agent: Any, call: _Call) -> tuple[str, Any] | CallJudgement:
-        processed = agent._process_tool_input({"name": call.name, "arguments": call.arguments})
-        if processed is None:
-            return CallJudgement(
-                tool=call.name,
-                allowed=False,
-                call_id=call.id,
-                message=(
-                    f"jevqueue denied the call to {call.name!r}: a safeguard_tool_inputs hook "
-                    "dropped it. The call was not run"
-                ),
-            )
-        name = str(processed.get("name", call.name))
-        raw = processed.get("arguments", "{}")
-        try:
-            arguments = json.loads(raw) if isinstance(raw, str) else raw
-        except json.JSONDecodeError as exc:
-            return CallJudgement(
-                tool=name,
-                allowed=False,
-                call_id=call.id,
-                message=(
-                    f"jevqueue denied the call to {name!r}: its arguments are not JSON ({exc}). "
-                    "The call was not run"
-                ),
-            )
-        return name, arguments
-
-    def _judge_sync(self, agent: Any, call: _Call) -> CallJudgement:
-        prepared = self._prepared(agent, call)
-        if isinstance(prepared, CallJudgement):
+    def _judge_sync(self, agent: Any, call: _Call) -> Judgement | str:
+        prepared = _prepared(agent, call)
+        if isinstance(prepared, str):
             return prepared
-        return self.judge.judge(prepared[0], prepared[1], call.id)
+        return self.guard.check(prepared[0], prepared[1], call.id)
 
-    async def _judge_async(self, agent: Any, call: _Call) -> CallJudgement:
-        prepared = self._prepared(agent, call)
-        if isinstance(prepared, CallJudgement):
+    async def _judge_async(self, agent: Any, call: _Call) -> Judgement | str:
+        prepared = _prepared(agent, call)
+        if isinstance(prepared, str):
             return prepared
-        return await self.judge.ajudge(prepared[0], prepared[1], call.id)
+        return await self.guard.acheck(prepared[0], prepared[1], call.id)
 
-    def _run_sync(self, agent: Any, call: _Call, judged: CallJudgement) -> str:
+    def _run_sync(self, agent: Any, call: _Call, judged: Judgement | str) -> str:
+        if isinstance(judged, str):  # refused before the guard (an input hook, bad JSON)
+            return judged
         if not judged.allowed:
             return judged.message
-        request = {"name": judged.tool, "arguments": json.dumps(judged.run_arguments())}
-        function = agent.function_map.get(judged.tool)
-        if asyncio.iscoroutinefunction(function):
-            _, result = agent._run_async_in_thread(agent.a_execute_function(request, call.id))
-        else:
-            _, result = agent.execute_function(request, call_id=call.id)
-        return _content(agent, result)
 
-    async def _run_async(self, agent: Any, call: _Call, judged: CallJudgement) -> str:
+        def execute(run: dict[str, Any]) -> Any:
+            request = {"name": judged.tool, "arguments": json.dumps(run)}
+            if asyncio.iscoroutinefunction(agent.function_map.get(judged.tool)):
+                return agent._run_async_in_thread(agent.a_execute_function(request, call.id))[1]
+            return agent.execute_function(request, call_id=call.id)[1]
+
+        return _content(agent, self.guard.run(judged, execute))
+
+    async def _run_async(self, agent: Any, call: _Call, judged: Judgement | str) -> str:
+        if isinstance(judged, str):  # refused before the guard (an input hook, bad JSON)
+            return judged
         if not judged.allowed:
             return judged.message
-        request = {"name": judged.tool, "arguments": json.dumps(judged.run_arguments())}
-        _, result = await agent.a_execute_function(request, call_id=call.id)
-        return _content(agent, result)
+
+        async def execute(run: dict[str, Any]) -> Any:
+            request = {"name": judged.tool, "arguments": json.dumps(run)}
+            return (await agent.a_execute_function(request, call_id=call.id))[1]
+
+        return _content(agent, await self.guard.arun(judged, execute))
+
+
+def refuse_code_execution(agent: Any) -> None:
+    """Code blocks an executor would run are a route around the guard: refused.
+
+    Raises:
+        ConfigurationError: ``agent`` has ``code_execution_config`` set (or a code
+            execution reply registered).
+    """
+    enabled = getattr(agent, "_code_execution_config", False) is not False
+    registered = any(e["reply_func"] in _CODE_REPLIES for e in agent._reply_func_list)
+    if enabled or registered:
+        raise ConfigurationError(
+            f"agent {agent.name!r} executes code blocks (code_execution_config), which would "
+            "run every code block of a reply with no policy judgement and no audit record: "
+            "build it with code_execution_config=False and give the model a declared shell "
+            "tool instead, tool_spec(run_shell, side_effects={'shell_command'}, "
+            "cwd_field=...), which the policy judges as a shell command"
+        )
+
+
+def _prepared(agent: Any, call: _Call) -> tuple[str, Any] | str:
+    """The call as the executor's input hooks leave it: (name, arguments), or a refusal."""
+    processed = agent._process_tool_input({"name": call.name, "arguments": call.arguments})
+    if processed is None:
+        return refusal_message(call.name, "a safeguard_tool_inputs hook dropped it")
+    name = str(processed.get("name", call.name))
+    raw = processed.get("arguments", "{}")
+    try:
+        return name, json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        return refusal_message(name, f"its arguments are not JSON ({exc})")
 
 
 class _Call:

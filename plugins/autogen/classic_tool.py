@@ -3,14 +3,21 @@
 For executors you do not own — a group chat's, or the temporary executor ``run()`` builds
 — wrap each function (or ``autogen.tools.Tool``) before you register it::
 
-    weather = governed_tool(lookup_weather, pep=pep, specs=specs, context=context)
+    weather = governed_tool(lookup_weather, pep=pep, specs=specs, context=context,
+                            approver=approver)
     weather.register_for_llm(assistant)      # the model sees the same name and schema
     weather.register_for_execution(executor) # any executor runs the governed body
 
-Each call is judged on its own (there is no batch to see), with the arguments AutoGen
-parsed from the model's JSON; a refusal is returned as the tool's result, so the model
-reads it and the chat goes on. Prefer :class:`~.classic_policy.PolicyCapability` where you
-own the executor: it judges a whole batch before any call of it runs.
+Each call is judged on its own by :meth:`jevqueue.policy.Guard.check` (``acheck`` for an
+``async`` tool; there is no batch to see), with the arguments AutoGen parsed from the
+model's JSON, and the body runs through :meth:`~jevqueue.policy.Guard.run` with the
+arguments that were judged; a refusal is the guard's message, returned as the tool's
+result, so the model reads it and the chat goes on. A tool without a declaration is
+refused when it is wrapped, and ``tool.register_for_execution(executor)`` (as ``run()``
+and ``register_tool`` use it) refuses an executor that also runs code blocks
+(``code_execution_config``, a ``UserProxyAgent``'s default), which no policy would judge.
+Prefer :class:`~.classic_policy.PolicyCapability` where you own the executor: it judges a
+whole batch before any call of it runs.
 """
 
 from __future__ import annotations
@@ -22,9 +29,9 @@ from typing import Any
 
 from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.autogen._classic_framework import Tool
-from jevqueue.plugins.autogen.approval import ApprovalFunc
-from jevqueue.plugins.autogen.policy_judge import PolicyJudge
-from jevqueue.policy import ExecutionContext, ToolSpec
+from jevqueue.plugins.autogen.classic_policy import refuse_code_execution
+from jevqueue.policy import Approver, ExecutionContext, Guard, ToolSpec
+from jevqueue.policy._approval_request import deprecated_approver
 
 __all__ = ["governed_tool"]
 
@@ -35,7 +42,8 @@ def governed_tool(
     pep: Any,
     specs: Iterable[ToolSpec],
     context: ExecutionContext | Mapping[str, Any],
-    approval: ApprovalFunc | None = None,
+    approver: Approver | None = None,
+    approval: Approver | None = None,
     name: str | None = None,
     description: str | None = None,
 ) -> Tool:
@@ -46,7 +54,10 @@ def governed_tool(
         pep: The policy enforcement point.
         specs: The tools' declarations; one must name this tool.
         context: The execution context, validated now.
-        approval: The approval function (plain or ``async``) for calls that need one.
+        approver: Asked for approval records when a call needs an explicit approval
+            (:class:`jevqueue.policy.Approver`, plain or ``async``; raise
+            ``ApprovalDeclinedError(reason)`` to decline).
+        approval: The former name of ``approver`` (deprecated).
         name: The tool's name, when wrapping a function (default: the function's name).
         description: Its description, when wrapping a function (default: its docstring).
 
@@ -54,7 +65,8 @@ def governed_tool(
         An ``autogen.tools.Tool`` with the same name, description and parameters.
 
     Raises:
-        ConfigurationError: ``tool`` is neither a function nor a tool, or no spec names it.
+        ConfigurationError: ``tool`` is neither a function nor a tool, no spec names it, or
+            the approver is not callable or is given under two keywords.
     """
     if isinstance(tool, Tool):
         base = tool
@@ -64,12 +76,14 @@ def governed_tool(
         raise ConfigurationError(
             f"governed_tool wraps a function or an autogen.tools.Tool, not {type(tool).__name__}"
         )
-    judge = PolicyJudge(pep, specs=specs, context=context, approval=approval)
-    if not judge.declared(base.name):
-        raise ConfigurationError(
-            f"tool {base.name!r} has no policy declaration: add "
-            f"tool_spec(tool, side_effects={{...}}) for it to specs"
-        )
+    guard = Guard(
+        pep,
+        specs=specs,
+        context=context,
+        approver=deprecated_approver(approver, "governed_tool", approval=approval),
+        owner="governed_tool",
+    )
+    guard.require_declared([base.name])
     inner = base.func
     passed_through = set(getattr(base, "_chat_context_param_names", ()))
 
@@ -97,21 +111,42 @@ def governed_tool(
         @functools.wraps(inner)
         async def body(**kwargs: Any) -> Any:
             judged, context_args, models = split(kwargs)
-            outcome = await judge.ajudge(base.name, judged)
-            if not outcome.allowed:
-                return outcome.message
-            return await inner(**rebuilt(outcome.run_arguments(), models), **context_args)
+            judgement = await guard.acheck(base.name, judged)
+            if not judgement.allowed:
+                return judgement.message
+
+            async def execute(run: dict[str, Any]) -> Any:
+                return await inner(**rebuilt(run, models), **context_args)
+
+            return await guard.arun(judgement, execute)
 
     else:
 
         @functools.wraps(inner)
         def body(**kwargs: Any) -> Any:
             judged, context_args, models = split(kwargs)
-            outcome = judge.judge(base.name, judged)
-            if not outcome.allowed:
-                return outcome.message
-            return inner(**rebuilt(outcome.run_arguments(), models), **context_args)
+            judgement = guard.check(base.name, judged)
+            if not judgement.allowed:
+                return judgement.message
+            return guard.run(judgement, lambda run: inner(**rebuilt(run, models), **context_args))
 
-    governed = Tool(func_or_tool=body, name=base.name, description=base.description)
-    governed.judge = judge  # type: ignore[attr-defined]  (its judgements, for inspection)
+    governed = _GovernedTool(func_or_tool=body, name=base.name, description=base.description)
+    governed.guard = guard  # its judgements, for inspection
+    governed.judge = guard  # the former name
     return governed
+
+
+class _GovernedTool(Tool):  # type: ignore[misc]
+    """A governed tool: registered for execution only on an executor that runs no code."""
+
+    guard: Guard
+    judge: Guard
+
+    def register_for_execution(self, agent: Any) -> None:
+        """Register on ``agent``, unless it also executes code blocks (refused: unjudged).
+
+        Raises:
+            ConfigurationError: ``agent`` has ``code_execution_config`` set.
+        """
+        refuse_code_execution(agent)
+        super().register_for_execution(agent)

@@ -24,7 +24,7 @@ from autogen_core.tools import FunctionTool, StaticWorkbench
 from autogen_kit import WEATHER, governor
 from jevqueue import ConfigurationError, ProviderDisobeyedError
 from jevqueue import Path as RoutePath
-from jevqueue.errors import ApprovalRequiredError
+from jevqueue.errors import ApprovalDeclinedError, ApprovalRequiredError
 from jevqueue.plugins.autogen import (
     ApprovalRequest,
     GovernedChatCompletionClient,
@@ -32,6 +32,7 @@ from jevqueue.plugins.autogen import (
     tool_spec,
 )
 from jevqueue.plugins.autogen.testing import ScriptedChatCompletionClient, tool_call
+from jevqueue.policy import ApprovalRequest as CoreApprovalRequest
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def kit(workspace: Path) -> Kit:
 
 def agent(kit: Kit, client: Any, **kwargs: Any) -> AssistantAgent:
     workbench = kwargs.pop("workbench", None) or kit.workbench(
-        approval_func=kwargs.pop("approval_func", None)
+        approver=kwargs.pop("approver", None)
     )
     return AssistantAgent("assistant", model_client=client, workbench=workbench, **kwargs)
 
@@ -111,9 +112,7 @@ def test_a_tool_without_a_spec_is_refused_when_the_workbench_is_built(kit: Kit) 
 
 
 @pytest.mark.parametrize("style", ["sync", "async"])
-def test_an_approval_from_the_approval_func_lets_exactly_that_call_run(
-    kit: Kit, style: str
-) -> None:
+def test_an_approval_from_the_approver_lets_exactly_that_call_run(kit: Kit, style: str) -> None:
     asked: list[ApprovalRequest] = []
 
     def approve(request: ApprovalRequest) -> Any:
@@ -126,9 +125,10 @@ def test_an_approval_from_the_approval_func_lets_exactly_that_call_run(
     arguments = {"command": "pytest -q", "cwd": str(kit.workspace)}
     model = ScriptedChatCompletionClient([tool_call("run_shell", arguments)])
     func = approve if style == "sync" else approve_async
-    run(agent(kit, model, approval_func=func), "Run the tests")
+    run(agent(kit, model, approver=func), "Run the tests")
     assert kit.ran.calls == [("run_shell", arguments)]
     (request,) = asked
+    assert type(request) is CoreApprovalRequest and ApprovalRequest is CoreApprovalRequest
     assert request.tool == "run_shell" and request.action_digest.startswith("sha256:")
 
 
@@ -138,12 +138,12 @@ def test_without_an_approver_the_call_is_denied_with_how_to_configure_one(kit: K
     )
     result = run(agent(kit, model), "List files")
     (outcome,) = result.messages[-1].results
-    assert outcome.is_error and "approval_func=" in outcome.content
+    assert outcome.is_error and "approver=" in outcome.content
     assert kit.ran.calls == []
 
 
 def test_an_approval_for_another_action_authorises_nothing(kit: Kit) -> None:
-    other = kit.workbench().judge  # a digest for a different command, from the same policy
+    other = kit.workbench().guard  # a digest for a different command, from the same policy
     from jevqueue.policy import Action
 
     digest = Action.build(
@@ -153,22 +153,101 @@ def test_an_approval_for_another_action_authorises_nothing(kit: Kit) -> None:
         [tool_call("run_shell", {"command": "rm -rf build", "cwd": str(kit.workspace)})]
     )
     approve = lambda request: kit.policy.authority.issue(digest)  # noqa: E731
-    result = run(agent(kit, model, approval_func=approve), "Clean up")
+    result = run(agent(kit, model, approver=approve), "Clean up")
     (outcome,) = result.messages[-1].results
-    assert outcome.is_error and "does not authorise this exact action" in outcome.content
+    assert outcome.is_error and "the approval given was refused" in outcome.content
     assert kit.ran.calls == []
 
 
-def test_an_approver_that_declines_with_a_reason_reaches_the_model(kit: Kit) -> None:
+@pytest.mark.parametrize(
+    "declined",
+    [
+        ApprovalDeclinedError("the on-call engineer said no"),
+        # As docs/plugins/autogen.md documented it: no verdict (a TypeError before the guard).
+        ApprovalRequiredError("the on-call engineer said no"),
+    ],
+    ids=["ApprovalDeclinedError", "ApprovalRequiredError"],
+)
+def test_an_approver_that_declines_with_a_reason_reaches_the_model(
+    kit: Kit, declined: Exception
+) -> None:
     def decline(request: ApprovalRequest) -> Any:
-        raise ApprovalRequiredError("the on-call engineer said no", request.verdict)
+        raise declined
 
     model = ScriptedChatCompletionClient(
-        [tool_call("run_shell", {"command": "ls", "cwd": str(kit.workspace)})]
+        [
+            tool_call("run_shell", {"command": "ls", "cwd": str(kit.workspace)}),
+            "I was not allowed to list the files.",
+        ]
     )
-    result = run(agent(kit, model, approval_func=decline), "List files")
-    assert "the on-call engineer said no" in result.messages[-1].results[0].content
+    result = run(agent(kit, model, approver=decline, max_tool_iterations=2), "List files")
+    model.assert_complete()
+    (denial,) = model.requests[1].openai[-1:]
+    assert denial["role"] == "tool"
+    assert "the approver declined: the on-call engineer said no" in denial["content"]
+    assert "TypeError" not in denial["content"]
+    assert result.messages[-1].content == "I was not allowed to list the files."
     assert kit.ran.calls == []
+
+
+def test_an_approver_that_fails_is_reported_with_its_own_error(kit: Kit) -> None:
+    def broken(request: ApprovalRequest) -> Any:
+        raise RuntimeError("the pager service is unreachable")
+
+    def wrong(request: ApprovalRequest) -> Any:
+        return True  # a plain "yes" cannot be verified
+
+    for approver, expected in [
+        (broken, "RuntimeError: the pager service is unreachable"),
+        (wrong, "the approver returned True (bool)"),
+    ]:
+        model = ScriptedChatCompletionClient(
+            [tool_call("run_shell", {"command": "ls", "cwd": str(kit.workspace)})]
+        )
+        result = run(agent(kit, model, approver=approver), "List files")
+        (outcome,) = result.messages[-1].results
+        assert outcome.is_error and "the approver failed" in outcome.content
+        assert expected in outcome.content, outcome.content
+    assert kit.ran.calls == []
+
+
+def test_approval_func_still_works_with_a_deprecation_warning(kit: Kit) -> None:
+    def approve(request: ApprovalRequest) -> Any:
+        return kit.policy.authority.issue(request.action_digest)
+
+    with pytest.warns(DeprecationWarning, match="approver="):
+        workbench = kit.workbench(approval_func=approve)
+    arguments = {"command": "ls", "cwd": str(kit.workspace)}
+    model = ScriptedChatCompletionClient([tool_call("run_shell", arguments)])
+    run(agent(kit, model, workbench=workbench), "List files")
+    assert kit.ran.calls == [("run_shell", arguments)]
+    with (
+        pytest.raises(ConfigurationError, match="more than one keyword"),
+        pytest.warns(DeprecationWarning),
+    ):
+        kit.workbench(approver=approve, approval_func=approve)
+
+
+def test_handoffs_on_a_governed_agent_are_refused_before_any_provider_call(kit: Kit) -> None:
+    model = ScriptedChatCompletionClient([tool_call("transfer_to_planner", {})])
+    client = GovernedChatCompletionClient(model, governor(WEATHER))
+    with pytest.raises(ConfigurationError, match="SelectorGroupChat"):
+        run(agent(kit, client, handoffs=["planner"]), "Hand this over to the planner")
+    assert model.requests == []
+
+
+def test_a_swarm_of_governed_agents_is_refused_before_any_provider_call(kit: Kit) -> None:
+    from autogen_agentchat.conditions import MaxMessageTermination
+    from autogen_agentchat.teams import Swarm
+
+    model = ScriptedChatCompletionClient([tool_call("transfer_to_planner", {})])
+    client = GovernedChatCompletionClient(model, governor(WEATHER))
+    first = agent(kit, client, handoffs=["planner"])
+    planner = AssistantAgent("planner", model_client=ScriptedChatCompletionClient(["ok"]))
+    team = Swarm([first, planner], termination_condition=MaxMessageTermination(3))
+    with pytest.raises(Exception, match="handoff tools"):
+        asyncio.run(team.run(task="Plan it"))
+    assert model.requests == [] and kit.ran.calls == []
 
 
 def test_a_disobeying_provider_raises_and_nothing_runs(kit: Kit) -> None:
@@ -274,8 +353,8 @@ def test_bad_configuration_is_a_typed_error(kit: Kit) -> None:
         )
     with pytest.raises(ConfigurationError, match="not parameters"):
         tool_spec(kit.tools[1], side_effects={"file_write"}, path_fields=["file"])
-    with pytest.raises(ConfigurationError, match="approval_func"):
-        kit.workbench(approval_func="yes")
+    with pytest.raises(ConfigurationError, match="approver"):
+        kit.workbench(approver="yes")
     with pytest.raises(ConfigurationError, match="Workbench"):
         PolicyWorkbench(kit.tools, pep=kit.policy.pep, specs=kit.specs, context=kit.policy.context)  # type: ignore[arg-type]
 

@@ -5,6 +5,8 @@ A real ``AssistantAgent`` runs every scenario: its model client is a
 workbench a ``PolicyWorkbench`` over a ``StaticWorkbench`` of real ``FunctionTool`` s.
 The agent makes one model call per turn (no reflection), so the suite's one-request
 checks hold as written; a tool-call scenario scripts the model to make exactly the call.
+AgentChat has no native pause: the scenario's approver is the workbench's ``approver=``,
+asked inline, and a batch is one model message of three calls.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.messages import TextMessage, ToolCallSummaryMessage
 from autogen_core import CancellationToken
 from autogen_core.tools import StaticWorkbench
-from jevqueue.plugins.autogen import (
-    ApprovalRequest,
-    GovernedChatCompletionClient,
-    PolicyWorkbench,
-)
+from jevqueue.errors import ConfigurationError
+from jevqueue.plugins.autogen import GovernedChatCompletionClient, PolicyWorkbench
 from jevqueue.plugins.autogen.testing import ScriptedChatCompletionClient, tool_call
 from jevqueue.testing.conformance import (
+    ConformanceTool,
     PluginConformance,
+    PolicyHarness,
+    RouteAttempt,
+    ScenarioApprover,
+    ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
     TurnOutcome,
@@ -38,20 +42,17 @@ from jevqueue.testing.conformance import (
 )
 
 
-class ApprovalDesk:
-    """The approval function the glue installs: shows the digest, hands over the records."""
+def as_async(approver: ScenarioApprover) -> Any:
+    """The scenario's approver behind an ``async`` function (the workbench awaits it)."""
 
-    def __init__(self, records: tuple[Any, ...]) -> None:
-        self.records = records
-        self.asked: str | None = None
+    async def approve(request: Any) -> Any:
+        return approver(request)
 
-    async def __call__(self, request: ApprovalRequest) -> Any:
-        self.asked = request.action_digest
-        return self.records or None
+    return approve
 
 
 class TestAgentChatConformance(PluginConformance):
-    """The seven checks through AssistantAgent, GovernedChatCompletionClient, PolicyWorkbench."""
+    """Every check through AssistantAgent, GovernedChatCompletionClient, PolicyWorkbench."""
 
     stream = False
 
@@ -90,32 +91,121 @@ class TestAgentChatConformance(PluginConformance):
         )
 
     def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
-        return asyncio.run(self._tool_call(call))
-
-    async def _tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
-        desk = ApprovalDesk(call.approvals)
-        workbench = PolicyWorkbench(
-            StaticWorkbench([function_tool(t) for t in call.tools]),
-            pep=call.pep,
-            specs=call.registry.specs(),
-            context=call.context,
-            approval_func=desk,
+        (outcome,) = asyncio.run(
+            self._calls(
+                call.tools,
+                call.pep,
+                call.registry.specs(),
+                call.context,
+                call.approver,
+                [(call.tool.name, call.arguments, call.call_id)],
+            )
         )
-        model = ScriptedChatCompletionClient([tool_call(call.tool.name, call.arguments)])
-        agent = AssistantAgent("assistant", model_client=model, workbench=workbench)
+        return outcome
+
+    def run_tool_batch(self, batch: ToolBatchScenario) -> list[ToolCallOutcome]:
+        return asyncio.run(
+            self._calls(
+                batch.tools, batch.pep, batch.specs, batch.context, batch.approver, batch.calls
+            )
+        )
+
+    async def _calls(
+        self,
+        tools: list[ConformanceTool],
+        pep: Any,
+        specs: Any,
+        context: Any,
+        approver: ScenarioApprover,
+        calls: list[tuple[str, dict[str, Any], str]],
+    ) -> list[ToolCallOutcome]:
+        """One model message making ``calls``, run by a real AssistantAgent."""
+        workbench = PolicyWorkbench(
+            StaticWorkbench([function_tool(t) for t in tools]),
+            pep=pep,
+            specs=specs,
+            context=context,
+            approver=as_async(approver) if self.stream else approver,
+        )
+        model = ScriptedChatCompletionClient(
+            [[tool_call(name, arguments, call_id=call_id) for name, arguments, call_id in calls]]
+        )
+        agent = AssistantAgent(
+            "assistant", model_client=model, workbench=workbench, model_client_stream=self.stream
+        )
         response = await agent.on_messages(
             [TextMessage(content="Please do it.", source="user")], CancellationToken()
         )
         model.assert_complete()
         message = response.chat_message
         assert isinstance(message, ToolCallSummaryMessage), message
-        (result,) = message.results
-        return ToolCallOutcome(
-            message=result.content, is_error=bool(result.is_error), approval_requested=desk.asked
+        assert [r.call_id for r in message.results] == [call_id for _, _, call_id in calls]
+        return [
+            ToolCallOutcome(
+                message=result.content,
+                is_error=bool(result.is_error),
+                approval_requested=approver.asked,
+            )
+            for result in message.results
+        ]
+
+    def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
+        return [self._undeclared(policy), asyncio.run(self._handoff(policy))]
+
+    def _undeclared(self, policy: PolicyHarness) -> RouteAttempt:
+        stray = ConformanceTool(
+            "stray_tool",
+            "A tool nobody declared.",
+            {"type": "object", "properties": {"note": {"type": "string"}}},
+            frozenset(),
+        )
+        try:
+            PolicyWorkbench(
+                StaticWorkbench([function_tool(stray)]),
+                pep=policy.pep,
+                specs=policy.specs,
+                context=policy.context,
+            )
+        except ConfigurationError as refused:
+            return RouteAttempt("undeclared tool", refused=True, error=str(refused))
+        return RouteAttempt("undeclared tool", refused=False, ran=bool(stray.calls))
+
+    async def _handoff(self, policy: PolicyHarness) -> RouteAttempt:
+        tools = [function_tool(t) for t in _declared(policy)]
+        model = ScriptedChatCompletionClient([tool_call("transfer_to_planner", {})])
+        agent = AssistantAgent(
+            "assistant",
+            model_client=GovernedChatCompletionClient(model),
+            workbench=PolicyWorkbench(
+                StaticWorkbench(tools), pep=policy.pep, specs=policy.specs, context=policy.context
+            ),
+            handoffs=["planner"],
+            model_client_stream=self.stream,
+        )
+        before = len(policy.audit.events)
+        try:
+            response = await agent.on_messages(
+                [TextMessage(content="Hand it to the planner.", source="user")],
+                CancellationToken(),
+            )
+        except ConfigurationError as refused:
+            return RouteAttempt("handoff (AssistantAgent handoffs=)", True, error=str(refused))
+        return RouteAttempt(
+            "handoff (AssistantAgent handoffs=)",
+            refused=False,
+            ran=type(response.chat_message).__name__ == "HandoffMessage",
+            audited=len(policy.audit.events) > before,
         )
 
 
+def _declared(policy: PolicyHarness) -> list[ConformanceTool]:
+    from jevqueue.testing.conformance import conformance_tools
+
+    return [t for t in conformance_tools() if t.name in policy.registry]
+
+
 class TestAgentChatStreamingConformance(TestAgentChatConformance):
-    """The same seven checks with ``model_client_stream=True`` (``create_stream``)."""
+    """The same checks with ``model_client_stream=True`` (``create_stream``) and an
+    ``async`` approver."""
 
     stream = True

@@ -79,3 +79,26 @@ def test_tool_spec_reads_every_form_of_tool() -> None:
         tool_spec(write_note, side_effects={"file_write"}, path_fields=["file"])
     with pytest.raises(ConfigurationError, match="AutoGen tool"):
         tool_spec(42, side_effects={"file_write"})
+
+
+def test_the_former_names_are_the_core_ones() -> None:
+    import warnings
+
+    from jevqueue.policy import ApprovalRequest, Approver, Guard, Judgement
+
+    assert plugin.ApprovalRequest is ApprovalRequest
+    assert plugin.CallJudgement is Judgement
+    assert plugin.ApprovalFunc is Approver
+    assert issubclass(plugin.PolicyJudge, Guard)
+    from jevqueue.policy import ExecutionContext, PolicyEnforcementPoint
+    from jevqueue.policy import create_default_policy_decision_point as pdp
+
+    pep = PolicyEnforcementPoint(pdp())
+    context = ExecutionContext(
+        task_id="t", actor_id="a", workspace="/tmp", git_sha="0123456789abcdef" * 2 + "01234567"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        judge = plugin.PolicyJudge(pep, specs=[], context=context, approval=lambda request: None)
+    assert judge.approver is not None
+    assert [w.category for w in caught] == [DeprecationWarning]

@@ -12,11 +12,12 @@ pytest.importorskip(
     "autogen", reason='classic AutoGen is not installed: pip install "jevqueue[ag2]"'
 )
 
-from autogen import ConversableAgent, GroupChat, GroupChatManager
+from autogen import ConversableAgent, GroupChat, GroupChatManager, UserProxyAgent
 from autogen_kit import WEATHER, governor
 from classic_kit import Kit, pair
 from jevqueue import ConfigurationError, ProviderDisobeyedError
 from jevqueue import Path as RoutePath
+from jevqueue.errors import ApprovalDeclinedError, ApprovalRequiredError
 from jevqueue.plugins.autogen import (
     ApprovalRequest,
     GovernorCapability,
@@ -123,7 +124,7 @@ def test_every_call_of_a_batch_is_judged_before_any_runs(kit: Kit, run: Any) -> 
             "Done.",
         ]
     )
-    assistant, executor, _, _ = kit.agents(model, approval=approve)
+    assistant, executor, _, _ = kit.agents(model, approver=approve)
     run(executor, assistant, "Check the weather, write a note and run the tests", 2)
     assert ran_when_asked == [[]], "a call of the batch ran before the batch was judged"
     assert kit.ran.calls == [("lookup_weather", {"city": "Lisbon"}), ("run_shell", shell)]
@@ -148,7 +149,7 @@ def test_without_an_approver_the_call_is_denied_with_how_to_configure_one(kit: K
     assistant, executor, _, capability = kit.agents(model)
     chat(executor, assistant, "List files", 1)
     reply = executor.generate_reply(sender=assistant)
-    assert "approval=" in reply["tool_responses"][0]["content"]
+    assert "approver=" in reply["tool_responses"][0]["content"]
     assert kit.ran.calls == [] and capability.last is not None and not capability.last.allowed
 
 
@@ -157,14 +158,14 @@ def test_an_async_approver_in_a_sync_chat_denies_and_says_why(kit: Kit) -> None:
         return kit.policy.authority.issue(request.action_digest)
 
     model = ScriptedModel([classic_tool_call("run_shell", {"command": "ls", "cwd": "."})])
-    assistant, executor, _, _ = kit.agents(model, approval=approve)
+    assistant, executor, _, _ = kit.agents(model, approver=approve)
     chat(executor, assistant, "List files", 1)
     reply = executor.generate_reply(sender=assistant)
     assert "asynchronously" in reply["tool_responses"][0]["content"]
     assert kit.ran.calls == []
     # The same approver in an async chat approves, and the call runs once.
     model = ScriptedModel([classic_tool_call("run_shell", {"command": "ls", "cwd": "."})])
-    assistant, executor, _, _ = kit.agents(model, approval=approve)
+    assistant, executor, _, _ = kit.agents(model, approver=approve)
     achat(executor, assistant, "List files", 1)
     asyncio.run(executor.a_generate_reply(sender=assistant))
     assert kit.ran.calls == [("run_shell", {"command": "ls", "cwd": str(kit.workspace)})]
@@ -180,7 +181,7 @@ def test_bad_configuration_is_a_typed_error(kit: Kit) -> None:
     with pytest.raises(ConfigurationError, match="no LLM"):
         GovernorCapability(governor()).add_to_agent(ConversableAgent("x", llm_config=False))
     assistant, executor = pair(ScriptedModel(), kit.functions)
-    with pytest.raises(ConfigurationError, match="without a policy declaration"):
+    with pytest.raises(ConfigurationError, match="no policy declaration"):
         PolicyCapability(
             kit.policy.pep, specs=kit.specs[:1], context=kit.policy.context
         ).add_to_agent(executor)
@@ -261,3 +262,102 @@ def test_an_interrupted_turn_sends_nothing(kit: Kit) -> None:
     assert model.requests == []
     assert governed is not None and governed.last_decision is not None
     assert governed.last_decision.path is RoutePath.INTERRUPTED
+
+
+@pytest.mark.parametrize("run", [chat, achat], ids=["sync", "async"])
+@pytest.mark.parametrize(
+    "declined",
+    [
+        ApprovalDeclinedError("the on-call engineer said no"),
+        # As docs/plugins/autogen.md documented it: no verdict (a TypeError before the guard).
+        ApprovalRequiredError("the on-call engineer said no"),
+    ],
+    ids=["ApprovalDeclinedError", "ApprovalRequiredError"],
+)
+def test_an_approver_that_declines_with_a_reason_reaches_the_model(
+    kit: Kit, run: Any, declined: Exception
+) -> None:
+    def decline(request: ApprovalRequest) -> Any:
+        raise declined
+
+    shell = {"command": "ls", "cwd": str(kit.workspace)}
+    model = ScriptedModel([classic_tool_call("run_shell", shell), "I may not list the files."])
+    assistant, executor, _, _ = kit.agents(model, approver=decline)
+    result = run(executor, assistant, "List files", 2)
+    model.assert_complete()
+    (denial,) = model.requests[1].messages[-1:]
+    assert denial["role"] == "tool"
+    assert "the approver declined: the on-call engineer said no" in denial["content"]
+    assert "TypeError" not in denial["content"]
+    assert result.chat_history[-1]["content"] == "I may not list the files."
+    assert kit.ran.calls == []
+
+
+def test_the_approver_is_shown_the_core_request_and_a_failing_one_is_reported(kit: Kit) -> None:
+    from jevqueue.policy import ApprovalRequest as CoreApprovalRequest
+
+    shown: list[Any] = []
+
+    def broken(request: Any) -> Any:
+        shown.append(request)
+        raise RuntimeError("the pager service is unreachable")
+
+    model = ScriptedModel([classic_tool_call("run_shell", {"command": "ls", "cwd": "."})])
+    assistant, executor, _, _ = kit.agents(model, approver=broken)
+    chat(executor, assistant, "List files", 1)
+    reply = executor.generate_reply(sender=assistant)
+    content = reply["tool_responses"][0]["content"]
+    assert "the approver failed (RuntimeError: the pager service is unreachable)" in content
+    assert [type(r) for r in shown] == [CoreApprovalRequest]
+    assert ApprovalRequest is CoreApprovalRequest
+    assert kit.ran.calls == []
+
+
+def test_approval_still_works_with_a_deprecation_warning(kit: Kit) -> None:
+    def approve(request: ApprovalRequest) -> Any:
+        return kit.policy.authority.issue(request.action_digest)
+
+    shell = {"command": "ls", "cwd": str(kit.workspace)}
+    with pytest.warns(DeprecationWarning, match="approver="):
+        capability = PolicyCapability(
+            kit.policy.pep, specs=kit.specs, context=kit.policy.context, approval=approve
+        )
+    model = ScriptedModel([classic_tool_call("run_shell", shell)])
+    assistant, executor = pair(model, kit.functions)
+    capability.add_to_agent(executor)
+    chat(executor, assistant, "List files", 1)
+    executor.generate_reply(sender=assistant)
+    assert kit.ran.calls == [("run_shell", shell)]
+    with pytest.warns(DeprecationWarning, match="approver="):
+        governed_tool(
+            kit.functions["run_shell"],
+            pep=kit.policy.pep,
+            specs=kit.specs,
+            context=kit.policy.context,
+            approval=approve,
+        )
+
+
+@pytest.mark.parametrize(
+    "executor",
+    [
+        lambda root: UserProxyAgent("executor", human_input_mode="NEVER"),  # {} by default
+        lambda root: ConversableAgent(
+            "executor",
+            llm_config=False,
+            human_input_mode="NEVER",
+            code_execution_config={"work_dir": str(root), "use_docker": False},
+        ),
+    ],
+    ids=["UserProxyAgent", "ConversableAgent"],
+)
+def test_an_executor_that_runs_code_blocks_is_refused(kit: Kit, executor: Any) -> None:
+    # Before the guard, such an executor ran `touch <outside>` from a prose reply's code
+    # block with no judgement and no audit record.
+    agent = executor(kit.workspace)
+    with pytest.raises(ConfigurationError, match="code_execution_config=False") as refused:
+        PolicyCapability(kit.policy.pep, specs=kit.specs, context=kit.policy.context).add_to_agent(
+            agent
+        )
+    assert "shell_command" in str(refused.value)
+    assert kit.policy.audit.events == []

@@ -4,7 +4,9 @@ Real ``ConversableAgent`` s: an assistant whose ``OpenAIWrapper`` is answered by
 scripted model client (the provider boundary), with ``GovernorCapability`` added, and an
 executor with the tools registered for execution and ``PolicyCapability`` added. One turn
 is AutoGen's own ``send`` / ``generate_reply`` (``a_send`` / ``a_generate_reply``): the
-user's message, the assistant's governed reply, the executor's tool step.
+user's message, the assistant's governed reply, the executor's tool step. Classic AutoGen
+has no native pause: the scenario's approver is the capability's ``approver=``, asked
+inline, and a batch is one message of three ``tool_calls``.
 """
 
 from __future__ import annotations
@@ -18,17 +20,24 @@ pytest.importorskip(
     "autogen", reason='classic AutoGen is not installed: pip install "jevqueue[ag2]"'
 )
 
-from autogen import ConversableAgent
+from autogen import ConversableAgent, UserProxyAgent
 from classic_kit import neutral_function, neutral_request, pair, reply_calls
-from jevqueue.plugins.autogen import ApprovalRequest, GovernorCapability, PolicyCapability
+from jevqueue.errors import ConfigurationError
+from jevqueue.plugins.autogen import GovernorCapability, PolicyCapability, governed_tool
 from jevqueue.plugins.autogen.testing import ScriptedModel, classic_tool_call
 from jevqueue.testing.conformance import (
+    ConformanceTool,
     PluginConformance,
+    PolicyHarness,
     ProviderReply,
+    RouteAttempt,
+    ScenarioApprover,
+    ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
     TurnOutcome,
     TurnScenario,
+    conformance_tools,
 )
 
 
@@ -38,18 +47,17 @@ def classic_step(reply: ProviderReply) -> Any:
     return reply.text
 
 
-class ApprovalDesk:
-    def __init__(self, records: tuple[Any, ...]) -> None:
-        self.records = records
-        self.asked: str | None = None
-
-    def __call__(self, request: ApprovalRequest) -> Any:
-        self.asked = request.action_digest
-        return self.records or None
+def stray_tool() -> ConformanceTool:
+    return ConformanceTool(
+        "stray_tool",
+        "A tool nobody declared.",
+        {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]},
+        frozenset(),
+    )
 
 
 class TestClassicConformance(PluginConformance):
-    """The seven checks in a synchronous chat."""
+    """Every check in a synchronous chat."""
 
     asynchronous = False
 
@@ -91,34 +99,131 @@ class TestClassicConformance(PluginConformance):
         return reply
 
     def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
-        desk = ApprovalDesk(call.approvals)
-        executor = ConversableAgent("executor", llm_config=False, human_input_mode="NEVER")
-        for tool in call.tools:
-            executor.register_for_execution(name=tool.name)(neutral_function(tool))
-        capability = PolicyCapability(
-            call.pep, specs=call.registry.specs(), context=call.context, approval=desk
+        (outcome,) = self._calls(
+            call.tools,
+            call.pep,
+            call.registry.specs(),
+            call.context,
+            call.approver,
+            [(call.tool.name, call.arguments, call.call_id)],
         )
+        return outcome
+
+    def run_tool_batch(self, batch: ToolBatchScenario) -> list[ToolCallOutcome]:
+        return self._calls(
+            batch.tools, batch.pep, batch.specs, batch.context, batch.approver, batch.calls
+        )
+
+    def _calls(
+        self,
+        tools: list[ConformanceTool],
+        pep: Any,
+        specs: Any,
+        context: Any,
+        approver: ScenarioApprover,
+        calls: list[tuple[str, dict[str, Any], str]],
+    ) -> list[ToolCallOutcome]:
+        """One assistant message making ``calls``, answered by a real executor."""
+        executor = ConversableAgent("executor", llm_config=False, human_input_mode="NEVER")
+        for tool in tools:
+            executor.register_for_execution(name=tool.name)(neutral_function(tool))
+        capability = PolicyCapability(pep, specs=specs, context=context, approver=approver)
         capability.add_to_agent(executor)
         message = {
             "role": "assistant",
             "content": None,
-            "tool_calls": [classic_tool_call(call.tool.name, call.arguments)],
+            "tool_calls": [
+                classic_tool_call(name, arguments, call_id=call_id)
+                for name, arguments, call_id in calls
+            ],
         }
+        reply = self._reply(executor, message)
+        responses = reply["tool_responses"]
+        assert [r["tool_call_id"] for r in responses] == [call_id for _, _, call_id in calls]
+        final = {j.call_id: j for j in capability.guard.judgements}  # the latest per call
+        return [
+            ToolCallOutcome(
+                message=response["content"],
+                is_error=not final[call_id].allowed,
+                approval_requested=approver.asked,
+            )
+            for response, (_, _, call_id) in zip(responses, calls, strict=True)
+        ]
+
+    def _reply(self, executor: ConversableAgent, message: dict[str, Any]) -> Any:
         if self.asynchronous:
-            reply = asyncio.run(executor.a_generate_reply(messages=[message], sender=None))
-        else:
-            reply = executor.generate_reply(messages=[message], sender=None)
-        (response,) = reply["tool_responses"]
-        assert response["tool_call_id"] == message["tool_calls"][0]["id"]
-        assert capability.last is not None
-        return ToolCallOutcome(
-            message=response["content"],
-            is_error=not capability.last.allowed,
-            approval_requested=desk.asked,
+            return asyncio.run(executor.a_generate_reply(messages=[message], sender=None))
+        return executor.generate_reply(messages=[message], sender=None)
+
+    def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
+        return [
+            self._built("undeclared tool on the executor", policy, self._undeclared_executor),
+            self._built("undeclared tool in governed_tool", policy, self._undeclared_tool),
+            self._built("code execution (code_execution_config)", policy, self._code_execution),
+            self._built("code execution beside a governed_tool", policy, self._code_beside_tool),
+            self._registered_later(policy),
+        ]
+
+    def _built(self, route: str, policy: PolicyHarness, build: Any) -> RouteAttempt:
+        stray = stray_tool()
+        try:
+            build(policy, stray)
+        except ConfigurationError as refused:
+            return RouteAttempt(route, refused=True, error=str(refused))
+        return RouteAttempt(route, refused=False, ran=bool(stray.calls))
+
+    def _undeclared_executor(self, policy: PolicyHarness, stray: ConformanceTool) -> None:
+        executor = ConversableAgent("executor", llm_config=False, human_input_mode="NEVER")
+        executor.register_for_execution(name=stray.name)(neutral_function(stray))
+        PolicyCapability(policy.pep, specs=policy.specs, context=policy.context).add_to_agent(
+            executor
+        )
+
+    def _undeclared_tool(self, policy: PolicyHarness, stray: ConformanceTool) -> None:
+        governed_tool(
+            neutral_function(stray), pep=policy.pep, specs=policy.specs, context=policy.context
+        )
+
+    def _code_execution(self, policy: PolicyHarness, stray: ConformanceTool) -> None:
+        executor = UserProxyAgent(
+            "executor",
+            human_input_mode="NEVER",
+            code_execution_config={"work_dir": str(policy.context.workspace), "use_docker": False},
+        )
+        PolicyCapability(policy.pep, specs=policy.specs, context=policy.context).add_to_agent(
+            executor
+        )
+
+    def _code_beside_tool(self, policy: PolicyHarness, stray: ConformanceTool) -> None:
+        weather = next(t for t in conformance_tools() if t.name == "get_weather")
+        tool = governed_tool(
+            neutral_function(weather), pep=policy.pep, specs=policy.specs, context=policy.context
+        )
+        tool.register_for_execution(UserProxyAgent("executor", human_input_mode="NEVER"))
+
+    def _registered_later(self, policy: PolicyHarness) -> RouteAttempt:
+        """A function registered after the capability was added: judged per call."""
+        stray = stray_tool()
+        executor = ConversableAgent("executor", llm_config=False, human_input_mode="NEVER")
+        for tool in conformance_tools():
+            executor.register_for_execution(name=tool.name)(neutral_function(tool))
+        PolicyCapability(policy.pep, specs=policy.specs, context=policy.context).add_to_agent(
+            executor
+        )
+        executor.register_for_execution(name=stray.name)(neutral_function(stray))
+        before = len(policy.audit.events)
+        call = classic_tool_call(stray.name, {"note": "hi"})
+        reply = self._reply(executor, {"role": "assistant", "content": None, "tool_calls": [call]})
+        assert "is not registered" in reply["tool_responses"][0]["content"], reply
+        return RouteAttempt(
+            "undeclared tool registered after the capability",
+            refused=False,
+            ran=bool(stray.calls),
+            audited=len(policy.audit.events) > before,
         )
 
 
 class TestClassicAsyncConformance(TestClassicConformance):
-    """The same seven checks in an asynchronous chat (``a_send``, ``a_generate_reply``)."""
+    """The same checks in an asynchronous chat (``a_send``, ``a_generate_reply``)."""
 
     asynchronous = True

@@ -92,5 +92,25 @@ def test_an_async_governed_tool_in_an_async_chat(workspace: Path) -> None:
 
     asyncio.run(talk())
     assert ran == ["https://example.org"]
-    assert tool.judge.last is not None and tool.judge.last.allowed
+    assert tool.guard.last is not None and tool.guard.last.allowed
     assert ("fetch_page", "ALLOW") in policy.results()
+
+
+def test_a_governed_tool_refuses_an_executor_that_runs_code_blocks(workspace: Path) -> None:
+    from autogen import UserProxyAgent
+    from jevqueue.errors import ConfigurationError
+
+    def write_note(path: str, text: str) -> str:
+        """Write a text note to a file in the workspace."""
+        return "written"
+
+    specs = [tool_spec(write_note, side_effects={"file_write"}, path_fields=["path"])]
+    policy = build_policy(workspace, specs)
+    tool = governed_tool(write_note, pep=policy.pep, specs=specs, context=policy.context)
+    executor = UserProxyAgent("executor", human_input_mode="NEVER")  # code execution: {}
+    with pytest.raises(ConfigurationError, match="code_execution_config=False"):
+        tool.register_for_execution(executor)
+    assert "write_note" not in executor.function_map
+    plain = ConversableAgent("executor", llm_config=False, human_input_mode="NEVER")
+    tool.register_for_execution(plain)
+    assert "write_note" in plain.function_map
