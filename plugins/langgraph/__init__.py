@@ -16,10 +16,28 @@ Install with ``pip install "jevqueue[langgraph]"``.
     )
 
 The pieces, for a graph of your own: :func:`governed_model_node` (the governor runs each
-model turn over ``state["messages"]``), :func:`policy_tool_node` (every tool call judged
-by the PEP before it runs; approvals through ``interrupt()``), :class:`ToolChoice` (how
-an integration forces and forbids), :class:`GovernorMiddleware` and
+model turn over ``state["messages"]``), :func:`policy_tool_node` (a thin adapter of the
+core :class:`~jevqueue.policy.Guard`: every tool call judged before it runs, with the
+judged arguments, once; approvals through ``interrupt()`` carrying the core
+:class:`~jevqueue.policy.ApprovalRequest`, or an inline ``approver=``), :class:`ToolChoice`
+(how an integration forces and forbids), :class:`GovernorMiddleware` and
 :class:`PolicyMiddleware` for ``langchain.agents.create_agent``.
+
+Routes around the guard
+-----------------------
+
+* A tool without a declaration: refused when :func:`policy_tool_node` /
+  :func:`create_governed_agent` is built; with :class:`PolicyMiddleware` (``create_agent``
+  shows a middleware no tools when it is built) refused before the first model call, and
+  judged (refused, audited) if it is called anyway.
+* A provider-executed tool (a dict such as ``{"type": "web_search"}``, run by the provider
+  where no guard sees it): refused the same way.
+* A ``ToolNode`` of your own given the node's interceptors: every call judged by the guard.
+* A middleware that wraps tool calls *after* :class:`PolicyMiddleware` could change or
+  re-run a call once it was judged: refused (``ConfigurationError``) at the first tool call,
+  before anything runs; put :class:`PolicyMiddleware` last.
+* :func:`governed_model_node` alone governs only the model turn: tools it offers run
+  where your graph runs them, so run them in :func:`policy_tool_node`.
 
 Where LangGraph cannot truly force a tool
 -----------------------------------------
@@ -81,6 +99,7 @@ from jevqueue.plugins.langgraph.tool_node import (
     policy_tool_node,
     tool_spec,
 )
+from jevqueue.policy import ApprovalRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.plugins.langgraph.middleware import GovernorMiddleware, PolicyMiddleware
@@ -88,6 +107,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "APPROVAL_REQUEST_KIND",
     "CONTEXT_CONFIG_KEY",
+    "ApprovalRequest",
     "GovernedModelNode",
     "GovernorMiddleware",
     "PolicyMiddleware",

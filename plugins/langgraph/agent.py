@@ -1,4 +1,9 @@
-"""The one-call governed agent: a governed model node and a policy tool node in a loop."""
+"""The one-call governed agent: a governed model node and a policy tool node in a loop.
+
+Every tool the agent offers runs only in the policy tool node, judged by the core guard.
+Refused when the agent is built (``ConfigurationError``): a tool without a declaration,
+and a provider-executed (dict) tool, which would run at the provider, unjudged.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +20,8 @@ from jevqueue.plugins.langgraph._framework import (
 )
 from jevqueue.plugins.langgraph.model_node import OnDisobey, governed_model_node
 from jevqueue.plugins.langgraph.tool_choice import ToolChoice
-from jevqueue.plugins.langgraph.tool_node import policy_tool_node
-from jevqueue.policy import ExecutionContext, ToolRegistry, ToolSpec
+from jevqueue.plugins.langgraph.tool_node import policy_tool_node, refuse_provider_tools
+from jevqueue.policy import Approver, ExecutionContext, ToolRegistry, ToolSpec
 
 __all__ = ["create_governed_agent"]
 
@@ -30,6 +35,7 @@ def create_governed_agent(
     registry: ToolRegistry | None = None,
     governor: Governor | None = None,
     context: ExecutionContext | Mapping[str, Any] | None = None,
+    approver: Approver | None = None,
     checkpointer: Any = None,
     system_prompt: str | None = None,
     tool_choice: ToolChoice | None = None,
@@ -52,6 +58,8 @@ def create_governed_agent(
         governor: The governor (``Governor()`` when omitted).
         context: The default execution context; a run's
             ``config["configurable"]["jevqueue_context"]`` overrides it.
+        approver: An :class:`~jevqueue.policy.Approver` asked inline for a call that needs
+            an explicit approval; without one the graph pauses with ``interrupt()``.
         checkpointer: A LangGraph checkpointer; approvals (``interrupt()``) need one.
         system_prompt: Prepended to every model call.
         tool_choice: The integration's force / forbid mapping (picked from the model).
@@ -63,7 +71,11 @@ def create_governed_agent(
         The compiled graph. Run it with ``graph.invoke({"messages": [...]}, config)``;
         when it pauses for an approval, ``result["__interrupt__"]`` holds the request and
         ``graph.invoke(Command(resume=record), config)`` continues.
+
+    Raises:
+        ConfigurationError: A tool has no declaration, or runs at the model provider.
     """
+    refuse_provider_tools(tools, "create_governed_agent")
     graph = StateGraph(MessagesState)
     graph.add_node(
         "agent",
@@ -80,7 +92,9 @@ def create_governed_agent(
     )
     graph.add_node(
         "tools",
-        policy_tool_node(tools, pep=pep, registry=registry, specs=specs, context=context),
+        policy_tool_node(
+            tools, pep=pep, registry=registry, specs=specs, context=context, approver=approver
+        ),
     )
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})

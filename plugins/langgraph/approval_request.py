@@ -1,74 +1,56 @@
 """What the tool node shows a human through ``interrupt()``, and how it reads the answer.
 
 The interrupt payload (``kind == "jevqueue.approval_request"``) lists every call that
-needs an explicit approval, each with its canonical action (``canonical_action``: the
-RFC 8785 text whose SHA-256 is ``action_digest``), so the approver sees exactly what an
-approval will authorise and nothing else.
+needs an explicit approval, each built from the core
+:class:`~jevqueue.policy.ApprovalRequest` the guard made for it
+(:meth:`~jevqueue.policy.ApprovalRequest.to_dict`: tool, arguments as judged,
+``action_digest``, reasons, context, ``call_id``) plus the call's ``tool_call_id`` and its
+canonical action (``canonical_action``: the RFC 8785 text whose SHA-256 is
+``action_digest``), so the approver sees exactly what an approval will authorise.
 
 The graph resumes with ``Command(resume=answer)``, where ``answer`` is one of:
 
-* an :class:`~jevqueue.approvals.ApprovalRecord`, or its ``to_dict()`` form;
+* an :class:`~jevqueue.approvals.ApprovalRecord`, or the dict ``jevqueue approve`` prints
+  (its ``to_dict()`` form);
 * a list of those (each fulfils only the action whose digest it carries);
 * a mapping ``{tool_call_id: record | [records] | False}`` — ``False`` declines that call;
-* ``False``: decline every call in the request (LangGraph cannot resume with ``None``).
+* ``False``: decline every call in the request (LangGraph cannot resume with ``None``);
+* an :class:`~jevqueue.errors.ApprovalDeclinedError`: decline every call, with its reason.
 
-An approval never authorises anything but the action whose digest it carries: there is
-no "edit" answer. To run a different call, the model proposes it and it is judged anew.
+The guard checks each record (bound to the digest, fresh, signed, never used before) and
+reports an answer it cannot read. An approval never authorises anything but the action
+whose digest it carries: there is no "edit" answer. To run a different call, the model
+proposes it and it is judged anew.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from jevqueue.approvals import ApprovalRecord
-from jevqueue.errors import InvalidApprovalError
-from jevqueue.policy import Action, Verdict, canonical_json
+from jevqueue.errors import ApprovalDeclinedError, ApprovalRequiredError
+from jevqueue.policy import ApprovalRequest, canonical_json
 
-__all__ = ["APPROVAL_REQUEST_KIND", "PendingApproval", "approval_request", "read_approval_answer"]
+__all__ = ["APPROVAL_REQUEST_KIND", "approval_request", "read_approval_answer"]
 
 APPROVAL_REQUEST_KIND = "jevqueue.approval_request"
 
 
-@dataclass
-class PendingApproval:
-    """One call waiting for a human: its action, its verdict, and the answer once read.
-
-    Attributes:
-        tool_call_id: The LangChain tool call id.
-        action: The canonical action.
-        verdict: The verdict that asks for the approval.
-        records: The approval records the answer offered for this call.
-        declined: Why the call will not run (declined, or an unreadable answer), if so.
-    """
-
-    tool_call_id: str
-    action: Action
-    verdict: Verdict
-    records: tuple[Any, ...] = ()
-    declined: str | None = None
-
-
-def approval_request(pending: Sequence[PendingApproval]) -> dict[str, Any]:
-    """The ``interrupt()`` payload for ``pending``: JSON-ready, checkpoint-safe."""
+def approval_request(requests: Sequence[ApprovalRequest]) -> dict[str, Any]:
+    """The ``interrupt()`` payload for the core ``requests``: JSON-ready, checkpoint-safe."""
     actions = []
-    for item in pending:
-        action = item.action
-        document = action.digest_document()
+    for request in requests:
+        action, verdict = request.action, request.verdict
         actions.append(
             {
-                "tool_call_id": item.tool_call_id,
-                "tool": action.tool,
-                "arguments": document["arguments"],
-                "action_digest": action.digest,
-                "canonical_action": canonical_json(document).decode("utf-8"),
+                **request.to_dict(),
+                "tool_call_id": request.call_id,
+                "canonical_action": canonical_json(action.digest_document()).decode("utf-8"),
                 "targets": list(action.targets),
                 "side_effects": sorted(action.side_effects),
-                "context": action.context.as_dict(),
-                "obligations": list(item.verdict.obligations),
-                "reasons": list(item.verdict.reasons),
-                "policy_revision": item.verdict.policy_revision,
+                "obligations": list(verdict.obligations) if verdict is not None else [],
+                "policy_revision": verdict.policy_revision if verdict is not None else None,
             }
         )
     count = len(actions)
@@ -84,64 +66,44 @@ def approval_request(pending: Sequence[PendingApproval]) -> dict[str, Any]:
     }
 
 
-def _record(value: Any) -> ApprovalRecord:
-    if isinstance(value, ApprovalRecord):
-        return value
-    if isinstance(value, Mapping):
-        return ApprovalRecord.from_dict(value)
-    raise InvalidApprovalError(
-        f"a {type(value).__name__} is not an approval record: resume with an ApprovalRecord "
-        "or its to_dict() form"
-    )
-
-
-def _records(value: Any) -> tuple[ApprovalRecord, ...]:
-    if isinstance(value, (list, tuple)):
-        return tuple(_record(item) for item in value)
-    return (_record(value),)
-
-
 def _looks_like_record(value: Any) -> bool:
     return isinstance(value, ApprovalRecord) or (
         isinstance(value, Mapping) and "action_digest" in value
     )
 
 
-def read_approval_answer(answer: Any, pending: Sequence[PendingApproval]) -> None:
-    """Attach the resume ``answer`` to the ``pending`` calls it concerns (fail closed).
+def read_approval_answer(answer: Any, call_ids: Sequence[str | None]) -> dict[str | None, Any]:
+    """Split the resume ``answer`` into each paused call's answer, for ``Guard.resume``.
 
-    A call the answer does not approve gets ``declined`` set, with the reason; an answer
-    that cannot be read declines every call and says why.
+    Returns:
+        For each id of ``call_ids``: the records offered to it (the guard reads and checks
+        them, and reports an answer that is not records), or an
+        :class:`~jevqueue.errors.ApprovalDeclinedError` saying why it will not run.
     """
-    by_id = {item.tool_call_id: item for item in pending}
-    try:
-        if answer is None or answer is False:
-            for item in pending:
-                item.declined = "the approver declined it"
-            return
-        if isinstance(answer, Mapping) and not _looks_like_record(answer):
-            unknown = sorted(str(key) for key in answer if key not in by_id)
-            if unknown:
-                raise InvalidApprovalError(
-                    f"the answer names {unknown}, which are not tool calls awaiting approval "
-                    f"(awaiting: {sorted(by_id)}); an approval cannot be edited into another "
-                    "call — approve the action as shown, or decline it"
-                )
-            for call_id, value in answer.items():
-                item = by_id[call_id]
-                if value is None or value is False:
-                    item.declined = "the approver declined it"
-                else:
-                    item.records = _records(value)
-            for item in pending:
-                if item.tool_call_id not in answer:
-                    item.declined = "the answer did not approve it"
-            return
-        records = _records(answer)
-        for item in pending:
-            # Every offered record goes to the PEP, which accepts only one bound to this
-            # action's digest: a record for another action authorises nothing here.
-            item.records = records
-    except InvalidApprovalError as error:
-        for item in pending:
-            item.declined = f"the approval answer could not be read ({error})"
+    if answer is None or answer is False:
+        return dict.fromkeys(call_ids, ApprovalDeclinedError("the approver declined it"))
+    if isinstance(answer, ApprovalRequiredError):
+        return dict.fromkeys(call_ids, answer)
+    if isinstance(answer, Mapping) and not _looks_like_record(answer):
+        unknown = sorted(str(key) for key in answer if key not in call_ids)
+        if unknown:
+            return dict.fromkeys(
+                call_ids,
+                ApprovalDeclinedError(
+                    f"the resume answer names {unknown}, which are not tool calls awaiting "
+                    f"approval (awaiting: {sorted(map(str, call_ids))}); an approval cannot "
+                    "be edited into another call — approve the action as shown, or decline it"
+                ),
+            )
+        out: dict[str | None, Any] = {}
+        for call_id in call_ids:
+            if call_id not in answer:
+                out[call_id] = ApprovalDeclinedError("the answer did not approve it")
+            elif answer[call_id] is None or answer[call_id] is False:
+                out[call_id] = ApprovalDeclinedError("the approver declined it")
+            else:
+                out[call_id] = answer[call_id]
+        return out
+    # Every offered record goes to the PEP, which accepts only one bound to each action's
+    # digest: a record for another action authorises nothing there.
+    return dict.fromkeys(call_ids, answer)

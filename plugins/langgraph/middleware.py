@@ -14,10 +14,19 @@ one call, appends the directive to a copy of the messages, and reads the answer 
 The passthrough hands the request on untouched. A ``response_format`` that uses a tool
 strategy sets its own ``tool_choice`` and does not combine with forcing.
 
-:class:`PolicyMiddleware` judges each tool call in ``wrap_tool_call`` with the PEP.
-``create_agent`` runs every tool call as its own task, so an approval ``interrupt()``
-pauses only that call, and resuming re-runs only that call. With several calls waiting
-at once, resume with ``Command(resume={interrupt_id: answer, ...})``.
+:class:`PolicyMiddleware` judges each tool call in ``wrap_tool_call`` with the core guard
+and runs it with the judged arguments, once. ``create_agent`` runs every tool call as its
+own task, so an approval ``interrupt()`` pauses only that call, and resuming re-runs only
+that call. With several calls waiting at once, resume with
+``Command(resume={interrupt_id: answer, ...})``. With ``approver=`` the approver is asked
+inline instead of pausing.
+
+Routes around the guard, refused before the first model call (``create_agent`` offers a
+middleware no look at the agent when it is built): a tool the agent offers without a
+declaration, and a provider-executed (dict) tool. ``PolicyMiddleware`` judges the request
+it is handed, so it must be **last** among middleware that wrap tool calls (a middleware
+after it could change or re-run a call after it was judged): another one after it is
+refused at the first tool call, before anything runs.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from jevqueue.errors import ProviderDisobeyedError
+from jevqueue.errors import ConfigurationError, ProviderDisobeyedError
 from jevqueue.governor import Governor
 from jevqueue.plugins.langgraph._framework import (
     AIMessage,
@@ -36,8 +45,19 @@ from jevqueue.plugins.langgraph.called_tools import called_tools
 from jevqueue.plugins.langgraph.model_node import OnDisobey, local_message
 from jevqueue.plugins.langgraph.openai_forms import ToolForms, openai_messages
 from jevqueue.plugins.langgraph.tool_choice import ToolChoice
-from jevqueue.plugins.langgraph.tool_node import PolicyToolNode
-from jevqueue.policy import ExecutionContext, ToolRegistry, ToolSpec
+from jevqueue.plugins.langgraph.tool_node import (
+    PolicyToolNode,
+    refuse_provider_tools,
+    require_declared,
+)
+from jevqueue.policy import (
+    ApprovalRequest,
+    Approver,
+    ExecutionContext,
+    Guard,
+    ToolRegistry,
+    ToolSpec,
+)
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelResponse
@@ -162,7 +182,7 @@ class GovernorMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
 
 class PolicyMiddleware(AgentMiddleware):  # type: ignore[type-arg]
-    """Judges every tool call of a ``create_agent`` agent with the PEP before it runs.
+    """Judges every tool call of a ``create_agent`` agent with the guard before it runs.
 
     Args:
         pep: The policy enforcement point.
@@ -170,6 +190,16 @@ class PolicyMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         registry: Deprecated: pass the declarations as ``specs``.
         context: The default execution context; a run's
             ``config["configurable"]["jevqueue_context"]`` overrides it.
+        approver: An :class:`~jevqueue.policy.Approver` asked inline for a call that needs
+            an explicit approval; without one the call pauses with ``interrupt()``.
+
+    Attributes:
+        guard: The core guard (``None`` until the first call without a default context).
+
+    ``create_agent`` gives a middleware no look at the agent's tools when it is built, so
+    the refusals of routes around the guard happen before the first model call instead:
+    an offered tool without a declaration, or a provider-executed (dict) tool, raises
+    ``ConfigurationError`` before the model is asked anything.
     """
 
     def __init__(
@@ -179,17 +209,71 @@ class PolicyMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         specs: Iterable[ToolSpec] | ToolRegistry = (),
         registry: ToolRegistry | None = None,
         context: ExecutionContext | Mapping[str, Any] | None = None,
+        approver: Approver | None = None,
     ) -> None:
         super().__init__()
         # The same interceptor the policy tool node uses, without a node of its own.
         self._enforcer = PolicyToolNode(
-            [], pep=pep, registry=registry, specs=specs, context=context
+            [],
+            pep=pep,
+            registry=registry,
+            specs=specs,
+            context=context,
+            approver=approver,
+            owner="PolicyMiddleware",
         )
 
+    @property
+    def guard(self) -> Guard | None:
+        """The core guard that judges, asks and runs each call."""
+        return self._enforcer.guard
+
+    def approval_requests(self, paused: Any) -> list[ApprovalRequest]:
+        """The core approval requests behind one of the agent's pauses (same process)."""
+        return self._enforcer.approval_requests(paused)
+
+    def _refuse_routes(self, request: Any) -> None:
+        tools = list(getattr(request, "tools", None) or ())
+        refuse_provider_tools(tools, "PolicyMiddleware")
+        names = [str(tool.name) for tool in tools if getattr(tool, "name", None) is not None]
+        require_declared(self._enforcer.registry, names, "PolicyMiddleware")
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Refuse, before the model is asked, tools no guard could judge."""
+        self._refuse_routes(request)
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """The async form of :meth:`wrap_model_call`."""
+        self._refuse_routes(request)
+        return await handler(request)
+
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Run the call through ``handler`` only when the policy allows it."""
+        """Run the call through ``handler`` with the judged arguments, only when allowed."""
+        _refuse_inner_wrappers(handler)
         return self._enforcer.wrap_tool_call(request, handler)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """The async form of :meth:`wrap_tool_call`."""
+        _refuse_inner_wrappers(handler)
         return await self._enforcer.awrap_tool_call(request, handler)
+
+
+def _refuse_inner_wrappers(handler: Any) -> None:
+    """Refuse a middleware that wraps tool calls inside ``PolicyMiddleware``.
+
+    ``create_agent`` hands the first middleware's ``wrap_tool_call`` a ``handler`` that
+    calls the next one: when that is what ``PolicyMiddleware`` gets, a middleware after it
+    could change or re-run a call after the guard judged it.
+
+    Raises:
+        ConfigurationError: another middleware wraps tool calls after ``PolicyMiddleware``.
+    """
+    if getattr(handler, "__module__", None) == "langchain.agents.factory" and "call_inner" in (
+        getattr(handler, "__qualname__", "")
+    ):
+        raise ConfigurationError(
+            "PolicyMiddleware must be the last of the agent's middleware that wrap tool calls: "
+            "a middleware after it could change or re-run a call after the guard judged it; "
+            "move PolicyMiddleware to the end of create_agent(middleware=[...])"
+        )

@@ -54,6 +54,12 @@ class ScriptedCall:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
+def _tool_name(tool: Mapping[str, Any]) -> str:
+    # A provider-executed tool ({"type": "web_search"}) has no function, only a type.
+    function = tool.get("function")
+    return str(function["name"] if isinstance(function, Mapping) else tool.get("type"))
+
+
 def scripted_tool_call(name: str, arguments: Mapping[str, Any], *, text: str = "") -> AIMessage:
     """An ``AIMessage`` that calls ``name`` once with ``arguments`` (a fresh call id)."""
     return AIMessage(
@@ -157,7 +163,7 @@ class ScriptedChatModel(BaseChatModel):
             tool_choice=options.pop("tool_choice", None),
             tool_choice_set=has_choice,
             parallel_tool_calls=options.pop("parallel_tool_calls", None),
-            tools=tuple(tool["function"]["name"] for tool in tools),
+            tools=tuple(_tool_name(tool) for tool in tools),
             kwargs=options,
         )
         self._requests.append(call)

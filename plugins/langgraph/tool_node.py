@@ -1,19 +1,22 @@
-"""The policy-enforcing tool node: every call is judged by the PEP before it runs.
+"""The policy-enforcing tool node: a LangGraph adapter of the core :class:`~jevqueue.policy.Guard`.
 
 A :class:`PolicyToolNode` wraps a LangGraph ``ToolNode`` whose ``wrap_tool_call`` /
 ``awrap_tool_call`` interception is the enforcement point. One run of the node:
 
-1. takes the newest ``AIMessage``'s tool calls that have no ``ToolMessage`` answer yet;
-2. builds each call's canonical :class:`~jevqueue.policy.Action` (fail closed: an
-   unregistered tool or a bad argument is refused before evaluation) and evaluates it
-   with the PEP (audited);
-3. when any call needs an explicit approval, pauses the graph **once**, with
-   ``interrupt()``, listing every such call with its canonical action and digest —
-   *before* any call of the batch runs, so resuming (which re-runs the whole node)
-   never runs a call twice;
-4. runs the batch through the ``ToolNode``: the interceptor returns a
-   ``ToolMessage(status="error")`` for a denied, declined or unapproved call — the tool
-   never runs — and otherwise lets it run. Every call id gets exactly one ``ToolMessage``.
+1. reads the newest ``AIMessage``'s tool calls that have no ``ToolMessage`` answer yet
+   into ``(tool, arguments, tool_call_id)``;
+2. has the guard judge each one (``Guard.judge``; with an inline ``approver=``,
+   ``Guard.check``, which asks it): allowed, refused, or pending an approval;
+3. when calls are pending, pauses the graph **once**, with ``interrupt()``, whose payload
+   is built from the core :class:`~jevqueue.policy.ApprovalRequest` of each pending call
+   (see :mod:`~jevqueue.plugins.langgraph.approval_request`) — *before* any call of the
+   batch runs; on ``Command(resume=answer)`` the node runs again, and each paused call is
+   judged again with its answer (``Guard.resume``);
+4. runs the batch through the ``ToolNode``: the interceptor answers a refused call with a
+   ``ToolMessage(status="error")`` carrying the guard's message — the tool never runs —
+   and runs an allowed one through ``Guard.run`` with the judged arguments (each path
+   field as the resolved absolute path the policy judged), so a call id runs at most once
+   even when LangGraph re-executes the node. Every call id gets exactly one ``ToolMessage``.
 
 The execution context comes from the run's config,
 ``config["configurable"]["jevqueue_context"]`` (an ``ExecutionContext`` or a mapping of
@@ -22,25 +25,20 @@ its fields), else from the node's ``context=``; with neither, the node raises
 conversation wrote, the config is what the caller who runs the graph says. Resume with
 the same context: the digest covers it, so an approval issued under one context
 authorises nothing under another.
+
+Refused when the node is built (``ConfigurationError``): a tool without a declaration
+(``tool_spec``), and a provider-executed tool (a dict such as ``{"type": "web_search"}``),
+which runs at the provider where no guard can judge it.
 """
 
 from __future__ import annotations
 
 import contextvars
-import copy
-import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from jevqueue.approvals import EXPLICIT_APPROVAL
-from jevqueue.errors import (
-    ConfigurationError,
-    PolicyDeniedError,
-    UnfulfilledObligationError,
-    UsageError,
-)
+from jevqueue.errors import ConfigurationError, UsageError
 from jevqueue.plugins.langgraph._framework import (
     AIMessage,
     Runnable,
@@ -51,20 +49,18 @@ from jevqueue.plugins.langgraph._framework import (
     convert_to_openai_tool,
     interrupt,
 )
-from jevqueue.plugins.langgraph.approval_request import (
-    PendingApproval,
-    approval_request,
-    read_approval_answer,
-)
+from jevqueue.plugins.langgraph.approval_request import approval_request, read_approval_answer
 from jevqueue.policy import (
-    Action,
+    ApprovalRequest,
+    Approver,
     ExecutionContext,
+    Guard,
+    Judgement,
     ToolRegistry,
     ToolSpec,
-    Verdict,
-    VerdictKind,
     registry_from_specs,
 )
+from jevqueue.policy._approval_request import check_approver
 
 __all__ = ["CONTEXT_CONFIG_KEY", "PolicyToolNode", "policy_tool_node", "tool_spec"]
 
@@ -111,99 +107,87 @@ def tool_spec(
     )
 
 
-@dataclass
-class _Judgement:
-    """The plan for one call in this run of the node."""
+def refuse_provider_tools(tools: Sequence[Any], owner: str) -> None:
+    """Refuse provider-executed tools (dicts such as ``{"type": "web_search"}``).
 
-    call_id: str
-    tool: str
-    arguments: Any = None
-    action: Action | None = None
-    verdict: Verdict | None = None
-    refusal: str | None = None
-    approval: PendingApproval | None = None
-
-
-# Immutable values: a dict holding only these is snapshotted by a shallow copy.
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _snapshot(arguments: Any) -> Any:
-    """A private copy of a call's arguments, as ``copy.deepcopy`` would make it."""
-    if type(arguments) is dict:
-        for value in arguments.values():
-            if type(value) not in _SCALARS:
-                return copy.deepcopy(arguments)
-        return dict(arguments)
-    return copy.deepcopy(arguments)
+    Raises:
+        ConfigurationError: ``tools`` holds one; the message names the alternative.
+    """
+    served = [tool for tool in tools if isinstance(tool, Mapping)]
+    if served:
+        names = [str(tool.get("type") or tool.get("name") or "?") for tool in served]
+        raise ConfigurationError(
+            f"{owner}: the tools {names} run at the model provider, where no guard can judge "
+            "them: remove them, or give the agent a client-side LangChain tool for the same "
+            "capability, declared with tool_spec(tool, side_effects=..., path_fields=...)"
+        )
 
 
-@dataclass(frozen=True)
-class _Refused:
-    """A batch refused whole: the refusal messages stand in for running it."""
+def require_declared(registry: ToolRegistry, names: Iterable[str], owner: str) -> None:
+    """Refuse tools that have no declaration, so could never run.
 
-    messages: list[Any]
+    ``Guard.require_declared`` says the same, but the node has no guard before its first
+    run when its context comes only from the run's config.
 
-
-class _RanCalls:
-    """The answers of calls that ran, by replay key; bounded, thread-safe."""
-
-    _LIMIT = 4096
-
-    def __init__(self) -> None:
-        self._answers: dict[tuple[str, ...], Any] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, ...]) -> Any:
-        with self._lock:
-            return self._answers.get(key)
-
-    def remember(self, key: tuple[str, ...], answer: Any) -> None:
-        with self._lock:
-            if len(self._answers) >= self._LIMIT:
-                self._answers.pop(next(iter(self._answers)))
-            self._answers[key] = answer
+    Raises:
+        ConfigurationError: some of ``names`` have no declaration.
+    """
+    missing = sorted({name for name in names if name not in registry})
+    if missing:
+        raise ConfigurationError(
+            f"{owner}: tools {missing} have no policy declaration, so they could never run: "
+            "declare each once with tool_spec(tool, side_effects=..., path_fields=...) and "
+            "pass specs=[...]"
+        )
 
 
-def _as_judged(request: ToolCallRequest, judgement: _Judgement) -> ToolCallRequest:
-    """The request with exactly the judged arguments, paths resolved as judged."""
-    action = judgement.action
-    assert action is not None
-    judged = action.arguments_to_run(judgement.arguments)
-    return request.override(tool_call={**request.tool_call, "args": judged})
-
-
-_PLANS: contextvars.ContextVar[dict[str, _Judgement] | None] = contextvars.ContextVar(
-    "jevqueue_langgraph_plans", default=None
-)
-
-
-def _needs_approval(verdict: Verdict) -> bool:
-    return (
-        verdict.kind is VerdictKind.ALLOW_WITH_OBLIGATIONS
-        and EXPLICIT_APPROVAL in verdict.obligations
+def _refusal_message(call: Mapping[str, Any], judgement: Judgement) -> ToolMessage:
+    verdict = judgement.verdict
+    return ToolMessage(
+        content=judgement.message,
+        tool_call_id=str(call.get("id")),
+        name=str(call.get("name")),
+        status="error",
+        artifact={
+            "jevqueue": {
+                "executed": False,
+                "action_digest": judgement.action_digest or judgement.approval_requested,
+                "verdict": verdict.as_dict() if verdict is not None else None,
+            }
+        },
     )
 
 
-def _reasons(verdict: Verdict | None) -> str:
-    if verdict is None or not verdict.reasons:
-        return "no reason given"
-    return "; ".join(verdict.reasons)
+def _with_arguments(request: ToolCallRequest, arguments: dict[str, Any]) -> ToolCallRequest:
+    """The request with exactly the judged arguments, paths resolved as judged."""
+    return request.override(tool_call={**request.tool_call, "args": arguments})
+
+
+def _call_id(call: Mapping[str, Any]) -> str | None:
+    value = call.get("id")
+    return value if isinstance(value, str) and value else None
+
+
+# The judgements of the batch the node is running, by tool call id, with the call judged.
+_PLANS: contextvars.ContextVar[dict[str, tuple[Mapping[str, Any], Judgement]] | None] = (
+    contextvars.ContextVar("jevqueue_langgraph_plans", default=None)
+)
 
 
 class PolicyToolNode(Runnable):  # type: ignore[type-arg]
-    """A tool node whose every call the PEP judges first; approvals through ``interrupt()``.
+    """A tool node whose every call the guard judges first; approvals through ``interrupt()``.
 
     Build it with :func:`policy_tool_node`. ``node.tool_node`` is the inner LangGraph
     ``ToolNode``; ``node.wrap_tool_call`` / ``node.awrap_tool_call`` are its interceptors,
     which can also be given to a ``ToolNode`` of your own (then a call that needs an
     approval interrupts inside the interceptor, and the resume re-runs the batch: each call
-    that already ran is answered from memory instead of running again, within this
-    process; across processes, run one call per task, as ``create_agent`` does). A batch
-    with a missing or repeated call id is refused whole.
+    that already ran is answered with its first result instead of running again, within
+    this process; across processes, run one call per task, as ``create_agent`` does). A
+    batch with a missing or repeated call id is refused whole.
 
     Attributes:
-        pep: The policy enforcement point.
+        guard: The core guard that judges, asks and runs (``None`` until the first run when
+            the node has no default context).
         registry: The tools' declarations (built from ``specs``).
         context: The default execution context (a run's config may override it).
         tool_node: The inner ``ToolNode``.
@@ -217,19 +201,22 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         registry: ToolRegistry | None = None,
         specs: Iterable[ToolSpec] | ToolRegistry = (),
         context: ExecutionContext | Mapping[str, Any] | None = None,
+        approver: Approver | None = None,
         messages_key: str = "messages",
         handle_tool_errors: Any = _TOOLNODE_DEFAULT,
         name: str = "tools",
+        owner: str = "policy_tool_node",
     ) -> None:
-        if not callable(getattr(pep, "enforce", None)) or not callable(
-            getattr(pep, "evaluate", None)
-        ):
+        if not callable(getattr(pep, "enforce", None)):
             raise ConfigurationError(
                 f"pep must be a jevqueue PolicyEnforcementPoint, not {type(pep).__name__}"
             )
+        refuse_provider_tools(tools, owner)
         self.pep = pep
-        self.registry = registry_from_specs(specs, registry=registry, owner="policy_tool_node")
+        self.owner = owner
+        self.registry = registry_from_specs(specs, registry=registry, owner=owner)
         self.context = None if context is None else ExecutionContext.coerce(context)
+        self.approver = check_approver(approver)
         self.messages_key = messages_key
         options: dict[str, Any] = {}
         if handle_tool_errors is not _TOOLNODE_DEFAULT:
@@ -242,15 +229,19 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
             name=name,
             **options,
         )
-        missing = [tool for tool in self.tool_node.tools_by_name if tool not in self.registry]
-        if missing:
-            raise ConfigurationError(
-                f"tools {missing} are not registered: declare each once with "
-                "tool_spec(tool, side_effects=..., path_fields=...) and pass specs=[...]; "
-                "an undeclared tool can never run"
-            )
+        require_declared(self.registry, self.tool_node.tools_by_name, owner)
         self.name = name
-        self._ran = _RanCalls()
+        self._lock = threading.Lock()
+        # Without a default context the guard is made with the first run's; every call is
+        # judged with its own run's context either way.
+        self.guard: Guard | None = None
+        if self.context is not None:
+            self.guard = self._new_guard(self.context)
+
+    def _new_guard(self, context: ExecutionContext) -> Guard:
+        return Guard(
+            self.pep, specs=self.registry, context=context, approver=self.approver, owner=self.owner
+        )
 
     # --- context ---------------------------------------------------------------------
 
@@ -274,174 +265,117 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
             "'git_sha': ...}}}}"
         )
 
-    # --- judging -----------------------------------------------------------------------
+    def _guard_for(self, context: ExecutionContext) -> Guard:
+        if self.guard is None:
+            with self._lock:
+                if self.guard is None:
+                    self.guard = self._new_guard(context)
+        return self.guard
 
-    def _judge(self, call: Mapping[str, Any], context: ExecutionContext) -> _Judgement:
-        """Build and evaluate one call (audited); no effect."""
-        name = str(call.get("name"))
-        # A snapshot of what was judged: the call runs only while its arguments still equal it.
-        # The action is built from the snapshot too (Action.build keeps a copy of its own).
-        arguments = _snapshot(call.get("args") or {})
-        judgement = _Judgement(call_id=str(call.get("id")), tool=name, arguments=arguments)
-        try:
-            judgement.action = Action.build(self.registry, name, arguments, context)
-        except UsageError as error:
-            audit_rejection = getattr(self.pep, "audit_rejection", None)
-            if callable(audit_rejection):
-                audit_rejection(name, context, error)
-            judgement.refusal = (
-                f"Rejected before policy evaluation: {error}. The call to {name} was not executed."
+    def approval_requests(self, paused: Any) -> list[ApprovalRequest]:
+        """The core :class:`~jevqueue.policy.ApprovalRequest` s behind a pause of this node.
+
+        Answer each with any :class:`~jevqueue.policy.Approver`, in the process that
+        paused, then resume with ``Command(resume={request.call_id: answer, ...})``.
+
+        Args:
+            paused: The ``Interrupt`` (``result["__interrupt__"][0]``) or its value.
+
+        Raises:
+            ConfigurationError: the pause is not this node's, or not from this process.
+        """
+        value = getattr(paused, "value", paused)
+        actions = value.get("actions") if isinstance(value, Mapping) else None
+        if not isinstance(actions, list):
+            raise ConfigurationError("approval_requests() takes a pause of a jevqueue tool node")
+        wanted = [(action.get("tool_call_id"), action.get("action_digest")) for action in actions]
+        found: dict[tuple[Any, Any], ApprovalRequest] = {}
+        guard = self.guard
+        for judgement in reversed(guard.judgements.copy() if guard is not None else ()):
+            key = (judgement.call_id, judgement.action_digest)
+            if judgement.pending and key in wanted and key not in found:
+                assert judgement.request is not None
+                found[key] = judgement.request
+        missing = [key for key in wanted if key not in found]
+        if missing:
+            raise ConfigurationError(
+                f"{self.owner}: no pending approval request for {missing} in this process: "
+                "answer the pause's dicts instead (resume with the records issued for each "
+                "action_digest)"
             )
+        return [found[key] for key in wanted]
+
+    # --- one call --------------------------------------------------------------------------
+
+    def _judge(self, call: Mapping[str, Any], context: ExecutionContext) -> Judgement:
+        guard = self._guard_for(context)
+        judge = guard.check if guard.approver is not None else guard.judge
+        return judge(call.get("name"), call.get("args"), _call_id(call), context=context)
+
+    async def _ajudge(self, call: Mapping[str, Any], context: ExecutionContext) -> Judgement:
+        guard = self._guard_for(context)
+        if guard.approver is not None:
+            return await guard.acheck(
+                call.get("name"), call.get("args"), _call_id(call), context=context
+            )
+        return guard.judge(call.get("name"), call.get("args"), _call_id(call), context=context)
+
+    def _pause(self, judgements: list[Judgement], context: ExecutionContext) -> list[Judgement]:
+        """Pause once for every pending judgement; each judged again with its answer."""
+        waiting = [j for j in judgements if j.pending]
+        if not waiting:
+            return judgements
+        guard = self._guard_for(context)
+        answer = interrupt(approval_request([j.request for j in waiting if j.request]))
+        answers = read_approval_answer(answer, [j.call_id for j in waiting])
+        return [
+            guard.resume(j, answers[j.call_id], context=context) if j.pending else j
+            for j in judgements
+        ]
+
+    def _planned(self, request: ToolCallRequest) -> Judgement | None:
+        plans = _PLANS.get()
+        call = request.tool_call
+        planned = plans.get(str(call.get("id"))) if plans is not None else None
+        if planned is None:
+            return None
+        judged, judgement = planned
+        # Still the call judged: same name, same arguments (so the same digest).
+        if judged.get("name") == call.get("name") and judged.get("args") == call.get("args"):
             return judgement
-        verdict = self.pep.evaluate(judgement.action)
-        judgement.verdict = verdict
-        if _needs_approval(verdict):
-            judgement.approval = PendingApproval(judgement.call_id, judgement.action, verdict)
-        elif verdict.kind is VerdictKind.DENY:
-            judgement.refusal = (
-                f"Denied by policy: {_reasons(verdict)}. The call to {name} was not executed; "
-                "do not retry it unchanged."
-            )
-        elif verdict.kind is VerdictKind.REPAIR:
-            repaired = verdict.repaired or {}
-            judgement.refusal = (
-                f"Not executed as proposed ({_reasons(verdict)}). The policy suggests calling "
-                f"{repaired.get('tool')} with "
-                f"{json.dumps(dict(repaired.get('arguments') or {}), sort_keys=True)} "
-                "instead; make that call if it still does what the user asked."
-            )
-        return judgement
-
-    def _settle(self, judgement: _Judgement) -> str | None:
-        """Right before the call would run: ``None`` to run it, else the refusal text."""
-        if judgement.refusal is not None:
-            return judgement.refusal
-        action = judgement.action
-        assert action is not None and judgement.verdict is not None
-        pending = judgement.approval
-        if pending is None:
-            if judgement.verdict.allowed:
-                # Evaluated (and audited) in this same run, with nothing run in between.
-                return None
-            records: tuple[Any, ...] = ()
-        elif pending.declined is not None:
-            return (
-                f"Not executed: {action.tool} needed an explicit approval and "
-                f"{pending.declined} (action {action.digest})."
-            )
-        else:
-            records = pending.records
-        try:
-            verdict = self.pep.enforce(action, records)
-        except PolicyDeniedError as error:
-            judgement.verdict = error.verdict
-            return (
-                f"Denied by policy: {_reasons(error.verdict)}. The call to {action.tool} was "
-                "not executed."
-            )
-        except UnfulfilledObligationError as error:
-            verdict = judgement.verdict = error.verdict
-            return (
-                f"Not executed: {action.tool} needs {list(verdict.obligations)} and it was "
-                f"not fulfilled ({_reasons(verdict)}). Action {action.digest}."
-            )
-        if not verdict.allowed:
-            # enforce() returns a REPAIR instead of raising: it still does not allow the call.
-            judgement.verdict = verdict
-            return f"Not executed as proposed ({_reasons(verdict)}); the call was not run."
         return None
 
-    def _refusal_message(
-        self, call: Mapping[str, Any], text: str, judgement: _Judgement | None
-    ) -> ToolMessage:
-        verdict = judgement.verdict if judgement is not None else None
-        action = judgement.action if judgement is not None else None
-        return ToolMessage(
-            content=text,
-            tool_call_id=str(call.get("id")),
-            name=str(call.get("name")),
-            status="error",
-            artifact={
-                "jevqueue": {
-                    "executed": False,
-                    "action_digest": action.digest if action is not None else None,
-                    "verdict": verdict.as_dict() if verdict is not None else None,
-                }
-            },
-        )
+    def _judge_alone(self, request: ToolCallRequest) -> Judgement:
+        context = self.context_for(request.runtime.config)
+        (judgement,) = self._pause([self._judge(request.tool_call, context)], context)
+        return judgement
 
-    def _judgement_for(self, request: ToolCallRequest) -> _Judgement:
-        call = request.tool_call
-        plans = _PLANS.get()
-        planned = plans.get(str(call.get("id"))) if plans is not None else None
-        if planned is not None and (
-            planned.action is None
-            or (call.get("name") == planned.tool and call.get("args") == planned.arguments)
-        ):
-            # The call is still the one judged: same name, same arguments (so same digest).
-            return planned
-        # Standalone interceptor use, or a call changed since it was judged: judge it now;
-        # an approval, if needed, is asked for this one call.
-        judgement = self._judge(call, self.context_for(request.runtime.config))
-        if judgement.approval is not None:
-            answer = interrupt(approval_request([judgement.approval]))
-            read_approval_answer(answer, [judgement.approval])
+    async def _ajudge_alone(self, request: ToolCallRequest) -> Judgement:
+        context = self.context_for(request.runtime.config)
+        (judgement,) = self._pause([await self._ajudge(request.tool_call, context)], context)
         return judgement
 
     # --- the ToolNode interceptors -------------------------------------------------------
 
     def wrap_tool_call(self, request: ToolCallRequest, execute: Any) -> Any:
-        """Judge the call, then run it through ``execute`` only if the policy allows."""
-        standalone = _PLANS.get() is None
-        judgement = self._judgement_for(request)
-        refusal = self._settle(judgement)
-        if refusal is not None:
-            return self._refusal_message(request.tool_call, refusal, judgement)
-        key = self._replay_key(request, judgement) if standalone else None
-        if key is not None:
-            done = self._ran.get(key)
-            if done is not None:
-                return done
-        result = execute(_as_judged(request, judgement))
-        if key is not None:
-            self._ran.remember(key, result)
-        return result
+        """Run the call through ``execute`` with the judged arguments, once, if allowed."""
+        judgement = self._planned(request) or self._judge_alone(request)
+        if not judgement.allowed:
+            return _refusal_message(request.tool_call, judgement)
+        guard = self.guard
+        assert guard is not None
+        return guard.run(judgement, lambda arguments: execute(_with_arguments(request, arguments)))
 
     async def awrap_tool_call(self, request: ToolCallRequest, execute: Any) -> Any:
-        """The async form of :meth:`wrap_tool_call`."""
-        standalone = _PLANS.get() is None
-        judgement = self._judgement_for(request)
-        refusal = self._settle(judgement)
-        if refusal is not None:
-            return self._refusal_message(request.tool_call, refusal, judgement)
-        key = self._replay_key(request, judgement) if standalone else None
-        if key is not None:
-            done = self._ran.get(key)
-            if done is not None:
-                return done
-        result = await execute(_as_judged(request, judgement))
-        if key is not None:
-            self._ran.remember(key, result)
-        return result
-
-    @staticmethod
-    def _replay_key(request: ToolCallRequest, judgement: _Judgement) -> tuple[str, ...] | None:
-        """Identify a call within a thread's run, for interceptors in a ToolNode of your own.
-
-        Such a ToolNode runs the whole batch in one task: a resume after an approval
-        interrupt re-runs the calls before the interrupted one. Each call that ran is
-        remembered by thread, namespace, call id and digest, and answered from memory
-        when the batch comes round again, so it runs at most once (in this process).
-        """
-        runtime = getattr(request, "runtime", None)
-        config = getattr(runtime, "config", None) or {}
-        configurable = config.get("configurable") or {}
-        thread = configurable.get("thread_id")
-        action = judgement.action
-        if thread is None or action is None:
-            return None  # no checkpointer, so no interrupt and no resume
-        namespace = str(configurable.get("checkpoint_ns", ""))
-        return (str(thread), namespace, judgement.call_id, action.digest)
+        """The async form of :meth:`wrap_tool_call` (an ``async`` approver is awaited)."""
+        judgement = self._planned(request) or await self._ajudge_alone(request)
+        if not judgement.allowed:
+            return _refusal_message(request.tool_call, judgement)
+        guard = self.guard
+        assert guard is not None
+        return await guard.arun(
+            judgement, lambda arguments: execute(_with_arguments(request, arguments))
+        )
 
     # --- the node ------------------------------------------------------------------------
 
@@ -477,61 +411,59 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
                 return calls, rest
         return [], state
 
-    def _prepare(
-        self, state: Any, config: RunnableConfig | None
-    ) -> tuple[dict[str, _Judgement], Any]:
-        calls, tool_input = self._pending(state)
-        if not calls:
-            return {}, None
-        context = self.context_for(config)
-        ids = [call.get("id") for call in calls]
-        if any(not isinstance(i, str) or not i for i in ids) or len(set(ids)) != len(ids):
-            # Plans, answers and resumes are matched by id: with a missing or repeated id a
-            # call could run twice across an interrupt. Nothing of such a batch runs.
-            return {}, self._refuse_batch(calls, context)
-        plans = {str(call.get("id")): self._judge(call, context) for call in calls}
-        waiting = [j.approval for j in plans.values() if j.approval is not None]
-        if waiting:
-            # Asked before anything of the batch runs: the resume re-runs this node from
-            # the top, and nothing has executed yet that could execute twice.
-            read_approval_answer(interrupt(approval_request(waiting)), waiting)
-        return plans, tool_input
+    def _refused_batch(
+        self, calls: list[dict[str, Any]], context: ExecutionContext
+    ) -> list[ToolMessage] | None:
+        """Refusals for a batch with a missing or repeated id, else ``None``.
 
-    def _refuse_batch(self, calls: list[dict[str, Any]], context: ExecutionContext) -> _Refused:
+        Judgements, answers and runs are matched by id: with a missing or repeated id a
+        call could run twice across an interrupt. Nothing of such a batch runs.
+        """
+        ids = [call.get("id") for call in calls]
+        if all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids):
+            return None
         error = UsageError(
             "a batch of tool calls with a missing or repeated id: each call needs its own id "
-            "so that it runs at most once; nothing of the batch was run"
+            "so that it runs at most once; nothing of the batch was run, call the tools again"
         )
-        messages = []
-        for call in calls:
-            audit_rejection = getattr(self.pep, "audit_rejection", None)
-            if callable(audit_rejection):
-                audit_rejection(str(call.get("name")), context, error)
-            text = f"Rejected before policy evaluation: {error}. Call the tools again."
-            messages.append(self._refusal_message(call, text, None))
-        return _Refused(messages)
+        guard = self._guard_for(context)
+        return [
+            _refusal_message(call, guard.refuse(call.get("name"), error, context=context))
+            for call in calls
+        ]
+
+    def _plans(
+        self, calls: list[dict[str, Any]], judgements: list[Judgement]
+    ) -> dict[str, tuple[Mapping[str, Any], Judgement]]:
+        return {str(call["id"]): (call, j) for call, j in zip(calls, judgements, strict=True)}
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Judge the pending calls, ask for approvals once, then run the allowed ones."""
-        plans, tool_input = self._prepare(input, config)
-        if tool_input is None:
+        calls, tool_input = self._pending(input)
+        if not calls:
             return {self.messages_key: []}
-        if isinstance(tool_input, _Refused):
-            return {self.messages_key: tool_input.messages}
-        token = _PLANS.set(plans)
+        context = self.context_for(config)
+        refused = self._refused_batch(calls, context)
+        if refused is not None:
+            return {self.messages_key: refused}
+        judgements = self._pause([self._judge(call, context) for call in calls], context)
+        token = _PLANS.set(self._plans(calls, judgements))
         try:
             return self.tool_node.invoke(tool_input, config)
         finally:
             _PLANS.reset(token)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        """The async form of :meth:`invoke`."""
-        plans, tool_input = self._prepare(input, config)
-        if tool_input is None:
+        """The async form of :meth:`invoke` (an ``async`` approver is awaited)."""
+        calls, tool_input = self._pending(input)
+        if not calls:
             return {self.messages_key: []}
-        if isinstance(tool_input, _Refused):
-            return {self.messages_key: tool_input.messages}
-        token = _PLANS.set(plans)
+        context = self.context_for(config)
+        refused = self._refused_batch(calls, context)
+        if refused is not None:
+            return {self.messages_key: refused}
+        judgements = self._pause([await self._ajudge(call, context) for call in calls], context)
+        token = _PLANS.set(self._plans(calls, judgements))
         try:
             return await self.tool_node.ainvoke(tool_input, config)
         finally:
@@ -545,6 +477,7 @@ def policy_tool_node(
     registry: ToolRegistry | None = None,
     specs: Iterable[ToolSpec] | ToolRegistry = (),
     context: ExecutionContext | Mapping[str, Any] | None = None,
+    approver: Approver | None = None,
     messages_key: str = "messages",
     handle_tool_errors: Any = _TOOLNODE_DEFAULT,
     name: str = "tools",
@@ -552,20 +485,25 @@ def policy_tool_node(
     """Build the policy-enforcing tool node.
 
     Args:
-        tools: The LangChain tools to run.
+        tools: The LangChain tools to run (client-side: a provider-executed dict tool is
+            refused).
         pep: The :class:`~jevqueue.policy.PolicyEnforcementPoint` that judges every call.
         registry: Deprecated: pass the declarations as ``specs`` (a ToolRegistry is
             accepted there too).
         specs: Declarations to add, one per tool: :func:`tool_spec` builds them.
         context: The default execution context; a run's
             ``config["configurable"]["jevqueue_context"]`` overrides it.
+        approver: An :class:`~jevqueue.policy.Approver` (plain, or ``async`` when the graph
+            runs with ``ainvoke``) asked inline for a call that needs an explicit approval;
+            without one the graph pauses with ``interrupt()``.
         messages_key: The state key holding the messages.
         handle_tool_errors: Passed to the inner ``ToolNode`` when given (how a tool's own
             exception is handled); LangGraph's default otherwise.
         name: The node's run name.
 
     Raises:
-        ConfigurationError: A tool has no declaration, or ``pep`` is not a PEP.
+        ConfigurationError: A tool has no declaration or runs at the provider, ``pep`` is
+            not a PEP, or ``approver`` is not callable.
     """
     return PolicyToolNode(
         tools,
@@ -573,6 +511,7 @@ def policy_tool_node(
         registry=registry,
         specs=specs,
         context=context,
+        approver=approver,
         messages_key=messages_key,
         handle_tool_errors=handle_tool_errors,
         name=name,

@@ -130,7 +130,8 @@ def test_denial_and_approval_through_middleware(toolbox: Toolbox, policy: Policy
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
     paused = app.invoke({"messages": [HumanMessage("fix and test")]}, config)
     denial = next(m for m in paused["messages"] if isinstance(m, ToolMessage))
-    assert denial.status == "error" and denial.content.startswith("Denied by policy")
+    assert denial.status == "error"
+    assert denial.content.startswith("jevqueue denied the call to 'write_file'"), denial.content
     (action,) = paused["__interrupt__"][0].value["actions"]
     assert toolbox.runs == []
     done = app.invoke(Command(resume=policy.authority.issue(action["action_digest"])), config)

@@ -18,6 +18,7 @@ from jevqueue.plugins.langgraph import ToolChoice
 def test_public_names_are_pinned() -> None:
     assert sorted(plugin.__all__) == [
         "APPROVAL_REQUEST_KIND",
+        "ApprovalRequest",
         "CONTEXT_CONFIG_KEY",
         "GovernedModelNode",
         "GovernorMiddleware",

@@ -91,8 +91,9 @@ def test_a_denied_call_never_runs_and_the_model_reads_why(toolbox: Toolbox, poli
     result = app.invoke({"messages": [HumanMessage("write it"), ask]}, thread())
     (answer,) = answers(result).values()
     assert answer.status == "error"
-    assert answer.content.startswith("Denied by policy:"), answer.content
-    assert "not executed" in answer.content
+    assert answer.content.startswith("jevqueue denied the call to 'write_file'"), answer.content
+    assert answer.content.endswith("the call was not run")
+    assert "outside the workspace" in answer.content
     assert answer.artifact["jevqueue"]["executed"] is False
     assert answer.artifact["jevqueue"]["verdict"]["kind"] == "DENY"
     assert toolbox.runs == []
@@ -108,7 +109,7 @@ def test_a_call_rejected_before_evaluation_is_refused_and_audited(
     result = app.invoke({"messages": [HumanMessage("go"), ask]}, thread())
     replies = list(answers(result).values())
     assert [r.status for r in replies] == ["error", "error"]
-    assert all(r.content.startswith("Rejected before policy evaluation") for r in replies)
+    assert all("it was refused before evaluation" in r.content for r in replies), replies
     assert toolbox.runs == []
     assert policy.audit.results == ["DENY", "DENY"]
 
@@ -306,7 +307,7 @@ def test_an_unreadable_answer_declines_and_says_why(toolbox: Toolbox, policy: Po
     done = app.invoke(Command(resume="yes please"), config)
     (answer,) = answers(done).values()
     assert toolbox.runs == []
-    assert answer.status == "error" and "could not be read" in answer.content
+    assert answer.status == "error" and "the approver returned 'yes please'" in answer.content
 
 
 def test_a_tool_node_of_your_own_never_reruns_an_earlier_call_after_a_resume(
