@@ -12,10 +12,17 @@ Three callbacks on Hermes' own extension points, installed together by
   loop dispatches anything; a reply that disobeys is replaced by a local response that
   says so and calls nothing. The agent's interrupt flag is read after each decision,
   before the call.
-* **Tool enforcement** — :class:`PolicyGuard`: its ``pre_tool_call`` hook judges every call
-  with the PEP (audited, fail closed; a denial is the tool result the model reads), and its
-  ``tool_execution`` middleware runs only the calls the hook allowed, with a private copy
-  of the judged arguments, each at most once.
+* **Tool enforcement** — :class:`PolicyGuard`, a thin adapter of
+  :class:`jevqueue.policy.Guard`: its ``pre_tool_call`` hook judges every call (audited,
+  fail closed; the approver, ``approver=``, is asked inline and shown the core
+  :class:`~jevqueue.policy.ApprovalRequest`; a refusal is the tool result the model reads),
+  and its ``tool_execution`` middleware runs only the calls the hook allowed, with the
+  judged arguments (paths resolved as the policy judged them), each at most once.
+
+Routes around the guard, refused when :class:`HermesGovernance` is built: an undeclared
+tool, ``execute_code`` (code execution), ``delegate_task`` (subagents) and MCP tools unless
+declared (declared, each call is judged), and the Codex app-server runtime (Codex runs its
+own tools). See :mod:`jevqueue.plugins.hermes.governance`.
 
 What Hermes cannot force, and what the plugin does about it:
 

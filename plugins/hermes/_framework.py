@@ -11,6 +11,7 @@ from __future__ import annotations
 try:
     from agent.transports import get_transport
     from hermes_cli.plugins import PluginManager, get_plugin_manager
+    from model_tools import coerce_tool_args
     from run_agent import AIAgent
     from tools.registry import registry as tool_registry
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -19,4 +20,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "(in a virtual environment of its own: it pins pydantic)"
     ) from exc
 
-__all__ = ["AIAgent", "PluginManager", "get_plugin_manager", "get_transport", "tool_registry"]
+__all__ = [
+    "AIAgent",
+    "PluginManager",
+    "coerce_tool_args",
+    "get_plugin_manager",
+    "get_transport",
+    "tool_registry",
+]

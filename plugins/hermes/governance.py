@@ -17,6 +17,27 @@ The governor acts on the given agent's model calls only (its current ``session_i
 agents' calls pass through. The policy guard judges every tool call in the process,
 subagents' included: a call it cannot attribute must not run unjudged. Agents that share a
 process therefore share one policy (one set of ``specs``).
+
+Routes around the guard, and what building the governance does about each:
+
+* **An undeclared tool** (any tool in ``agent.valid_tool_names`` without a ``tool_spec``) is
+  refused when the governance is built; one registered later is refused when called.
+* **Code execution** (``execute_code``): the script's own effects never pass
+  ``pre_tool_call`` (the tools it calls through Hermes' sandbox RPC do, and are judged).
+  Refused unless declared; declared, each script is judged as one call (declare it with
+  ``side_effects={"shell_command"}`` so the policy asks for an approval).
+* **Delegated subagents** (``delegate_task``): refused unless declared; declared, the
+  delegation is judged and every subagent tool call is judged by the same process-wide
+  guard while it is installed (a background subagent that outlives ``uninstall()`` is
+  not: keep the governance installed while delegations may run).
+* **MCP tools** (toolsets ``mcp-<server>``): ordinary registry tools, refused unless
+  declared, judged per call; the error names them as MCP tools.
+* **The Codex app-server runtime** (``api_mode="codex_app_server"``): Codex runs its own
+  shell and patch tools, which never reach Hermes' dispatcher: refused with a ``pep``.
+* **A call that skips the hook** (``skip_pre_tool_call_hook=True`` without a judgement):
+  refused by the execution gate. Code that calls ``registry.dispatch`` itself (a Hermes
+  plugin's ``ctx.dispatch_tool``) bypasses both hook and middleware; that is the
+  application's code, not a route the model can take.
 """
 
 from __future__ import annotations
@@ -26,14 +47,15 @@ from typing import Any
 
 from jevqueue.errors import ConfigurationError
 from jevqueue.governor import Governor
-from jevqueue.plugins.hermes._framework import get_plugin_manager
+from jevqueue.plugins.hermes._framework import get_plugin_manager, tool_registry
 from jevqueue.plugins.hermes.governor_middleware import (
     CHAT_COMPLETIONS,
     DirectiveRole,
     GovernorMiddleware,
 )
-from jevqueue.plugins.hermes.policy_guard import ApprovalCallback, PolicyGuard
-from jevqueue.policy import ExecutionContext, ToolSpec
+from jevqueue.plugins.hermes.policy_guard import PolicyGuard
+from jevqueue.policy import Approver, ExecutionContext, ToolSpec
+from jevqueue.policy._approval_request import deprecated_approver
 
 __all__ = ["HermesGovernance"]
 
@@ -48,13 +70,18 @@ class HermesGovernance:
         pep: The policy enforcement point; ``None`` judges no tool call (governor only).
         specs: One declaration per tool the agent has (required with ``pep``).
         context: The execution context (required with ``pep``).
-        approvals: Who approves calls that need an explicit approval.
+        approver: Who approves calls that need an explicit approval
+            (:class:`~jevqueue.policy.Approver`, a plain callable: Hermes checks calls
+            synchronously).
         directive_role: The role of the governor's directive message.
+        approvals: Deprecated name of ``approver``.
 
     Raises:
         ConfigurationError: Neither half was asked for; the agent's API mode is not
-            chat completions while a governor is given; or a tool the agent has is not
-            declared in ``specs``.
+            chat completions while a governor is given; a ``pep`` is given for an agent
+            whose tools Codex runs (``codex_app_server``); or a tool the agent has
+            (``execute_code``, ``delegate_task`` and MCP tools included) is not declared
+            in ``specs``.
     """
 
     def __init__(
@@ -65,9 +92,11 @@ class HermesGovernance:
         pep: Any = None,
         specs: Iterable[ToolSpec] = (),
         context: ExecutionContext | Mapping[str, Any] | None = None,
-        approvals: ApprovalCallback | None = None,
+        approver: Approver | None = None,
         directive_role: DirectiveRole = "system",
+        approvals: Approver | None = None,
     ) -> None:
+        approver = deprecated_approver(approver, "HermesGovernance", approvals=approvals)
         if governor is None and pep is None:
             raise ConfigurationError(
                 "HermesGovernance needs a governor, a pep, or both: it would change nothing"
@@ -94,17 +123,20 @@ class HermesGovernance:
         if pep is not None:
             if context is None:
                 raise ConfigurationError("a pep needs an execution context: pass context=...")
+            if getattr(agent, "api_mode", None) == CODEX_APP_SERVER:
+                raise ConfigurationError(
+                    f"the agent runs in api_mode {CODEX_APP_SERVER!r}: Codex runs its own shell "
+                    "and patch tools, which never reach Hermes' pre_tool_call hook, so no call "
+                    "could be judged; use api_mode 'chat_completions' (or another mode in "
+                    "which Hermes dispatches the tools)"
+                )
             # Every tool call of the process, not only this session's: hooks are process-wide,
             # and a subagent's calls (another session) must not run unjudged.
-            self.guard = PolicyGuard(pep=pep, specs=specs, context=context, approvals=approvals)
+            self.guard = PolicyGuard(pep=pep, specs=specs, context=context, approver=approver)
+            guard = self.guard.guard
             offered = sorted(getattr(agent, "valid_tool_names", ()) or ())
-            undeclared = [name for name in offered if name not in self.guard.registry]
-            if undeclared:
-                raise ConfigurationError(
-                    f"the agent's tools {undeclared} have no policy declaration: pass "
-                    "specs=[tool_spec(name, side_effects=...), ...] for every tool it has, "
-                    "or disable their toolsets"
-                )
+            missing = [name for name in offered if not guard.declares(name)]
+            guard.require_declared(missing, how=_routes_hint(missing))
 
     def _callbacks(self) -> list[tuple[str, str, Any]]:
         callbacks: list[tuple[str, str, Any]] = []
@@ -144,3 +176,35 @@ class HermesGovernance:
 
     def __exit__(self, *exc_info: object) -> None:
         self.uninstall()
+
+
+CODEX_APP_SERVER = "codex_app_server"
+"""The API mode in which Codex, not Hermes, runs the tools."""
+
+_ROUTES = {
+    "execute_code": "execute_code runs a Python script whose own effects never pass "
+    "pre_tool_call: declare it (side_effects={'shell_command'}) so each script is judged, or "
+    "disable the code_execution toolset",
+    "delegate_task": "delegate_task starts subagents: declare it so each delegation is judged "
+    "(their tool calls are judged by this guard), or disable the delegation toolset",
+}
+
+
+def _routes_hint(missing: list[str]) -> str:
+    """What to do about the undeclared tools that are routes around the guard."""
+    hints = [_ROUTES[name] for name in missing if name in _ROUTES]
+    mcp = [name for name in missing if _toolset(name).startswith("mcp-")]
+    if mcp:
+        hints.append(
+            f"{mcp} are MCP tools: declare each, or filter them out with the server's "
+            "tools.include / tools.exclude"
+        )
+    hints.append("or disable the toolsets of the tools you do not declare")
+    return "; " + "; ".join(hints)
+
+
+def _toolset(name: str) -> str:
+    try:
+        return str(tool_registry.get_toolset_for_tool(name) or "")
+    except Exception:
+        return ""

@@ -1,96 +1,65 @@
 """The PEP in front of every Hermes tool call: a ``pre_tool_call`` hook and an execution gate.
 
-:class:`PolicyGuard` has two callbacks that work as a pair:
+:class:`PolicyGuard` adapts :class:`jevqueue.policy.Guard` to Hermes with two callbacks that
+work as a pair:
 
-* :meth:`PolicyGuard.pre_tool_call` — Hermes' ``pre_tool_call`` hook, called before each
-  tool call with its name and arguments. It builds the canonical
-  :class:`~jevqueue.policy.Action` (an unregistered tool or non-canonical arguments is
-  refused before evaluation), asks the PEP (audited), and answers
-  ``{"action": "block", "message": ...}`` for a denial — the message is the tool result
-  the model reads — or ``None`` to let the call through. A call that needs an explicit
-  approval goes to the approval callback, which returns
-  :class:`~jevqueue.ApprovalRecord` s bound to the action digest (or none: blocked). The
-  allowed call's judged arguments are kept, keyed by its tool-call id.
+* :meth:`PolicyGuard.pre_tool_call` — Hermes' ``pre_tool_call`` hook. It hands the call's
+  name, arguments and id to :meth:`Guard.check <jevqueue.policy.Guard.check>`, which judges
+  it (audited, fail closed) and asks the approver inline when the policy wants an explicit
+  approval. A refusal is ``{"action": "block", "message": ...}``: the message is the tool
+  result the model reads. An allowed judgement is kept for the gate, keyed by the call.
 * :meth:`PolicyGuard.tool_execution` — Hermes' ``tool_execution`` middleware, which wraps
-  the tool itself. It runs the call only if the hook allowed exactly this call (same id,
-  same name, same arguments), hands the tool a private copy of the judged arguments, and
-  forgets the judgement, so each allowed call runs at most once. A call the hook never
-  judged is refused.
+  the tool itself. A Hermes hook cannot change the arguments a tool runs with; this
+  middleware can (``next_call(arguments)``). It runs the call only if the hook allowed
+  exactly this call (same call, same name, same arguments), through
+  :meth:`Guard.run <jevqueue.policy.Guard.run>` with the judgement's ``run_arguments()``
+  — each path field as the resolved absolute path the policy judged, an absent optional
+  working directory as the workspace — so the tool touches what was judged, not a path
+  relative to the process's working directory, and each call runs at most once. A call
+  the hook never judged (``skip_pre_tool_call_hook``), changed since, or already run is
+  refused, and the refusal audited.
 
 Hermes swallows exceptions raised by hooks and middleware and then runs the tool anyway
-(fail-open), so neither callback ever raises: any failure inside a check is a block.
-Hermes' own human-approval gate (``{"action": "approve"}``) answers once / session /
-always, which binds to no action digest; the guard does not use it.
+(fail-open), so neither callback raises: any failure inside a check is a block whose
+message names it — an approver's own error included. Hermes' own human-approval gate
+(``{"action": "approve"}``) answers once / session / always, which binds to no action
+digest; the guard does not use it.
 """
 
 from __future__ import annotations
 
-import copy
+import contextvars
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from jevqueue.approvals import ApprovalRecord
-from jevqueue.errors import (
-    ConfigurationError,
-    JevError,
-    PolicyDeniedError,
-    UnfulfilledObligationError,
-)
+from jevqueue.errors import InvalidToolArgumentsError
+from jevqueue.plugins.hermes._framework import coerce_tool_args
 from jevqueue.policy import (
-    Action,
+    ApprovalRequest,
+    Approver,
     ExecutionContext,
+    Guard,
+    Judgement,
     ToolSpec,
-    Verdict,
-    VerdictKind,
-    registry_from_specs,
 )
+from jevqueue.policy._approval_request import deprecated_approver
 
 __all__ = ["ApprovalCallback", "ApprovalRequest", "GuardOutcome", "PolicyGuard"]
 
+ApprovalCallback = Approver
+"""Deprecated name of :class:`jevqueue.policy.Approver`, kept for existing code."""
 
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """What the approver is shown: the canonical action, its digest and the verdict."""
+GuardOutcome = Judgement
+"""Deprecated name of :class:`jevqueue.policy.Judgement`, what the guard decided for a call."""
 
-    action: Action
-    verdict: Verdict
-
-    @property
-    def action_digest(self) -> str:
-        """The digest an approval record must be bound to."""
-        return self.action.digest
-
-
-ApprovalCallback = Callable[[ApprovalRequest], "ApprovalRecord | Iterable[ApprovalRecord] | None"]
-"""Asked for a call that needs an explicit approval; returns records, or ``None`` to refuse."""
-
-
-@dataclass(frozen=True)
-class GuardOutcome:
-    """What the guard decided for one call.
-
-    Attributes:
-        tool: The tool called.
-        tool_call_id: The call's id.
-        allowed: True when the call may run.
-        message: The text the model sees instead of a result; ``""`` when allowed.
-        action_digest: The action's digest, when the action could be built.
-        approval_requested: The digest shown to the approver, if one was asked.
-    """
-
-    tool: str
-    tool_call_id: str
-    allowed: bool
-    message: str = ""
-    action_digest: str | None = None
-    approval_requested: str | None = None
-
-
-def _refusal_text(tool: str, why: str) -> str:
-    return f"jevqueue denied the call to {tool!r}: {why}; the call was not run"
+# The judgement whose tool is running in this thread: Hermes' concurrent executor runs a
+# registry tool through the ``tool_execution`` chain twice (``invoke_tool`` around
+# ``handle_function_call``), and the inner pass belongs to the call the outer one runs.
+_RUNNING: contextvars.ContextVar[tuple[tuple[str, str, str], Judgement] | None] = (
+    contextvars.ContextVar("jevqueue_hermes_running", default=None)
+)
 
 
 class PolicyGuard:
@@ -100,17 +69,23 @@ class PolicyGuard:
         pep: The policy enforcement point (it audits every decision).
         specs: One declaration per tool (:func:`~jevqueue.plugins.hermes.tool_spec`).
         context: The execution context; validated now.
-        approvals: Who approves calls that need an explicit approval. ``None`` refuses
-            them, with a message naming the digest to approve.
+        approver: Who approves calls that need an explicit approval
+            (:class:`~jevqueue.policy.Approver`: shown the core
+            :class:`~jevqueue.policy.ApprovalRequest`, answers with records, ``None``, or
+            raises :class:`~jevqueue.errors.ApprovalDeclinedError`). Hermes checks calls
+            synchronously, so it must be a plain callable. ``None`` refuses such calls,
+            with a message naming the digest to approve.
         session_id: Judge only this Hermes session's calls; calls of every other session,
             a subagent's included, then run unjudged, so set it only when another guard
             covers them. ``None`` (the default) judges every call in the process.
+        approvals: Deprecated name of ``approver``.
 
     Attributes:
-        outcomes: Every outcome, oldest first.
+        guard: The core :class:`~jevqueue.policy.Guard` that judges, asks and runs.
 
     Raises:
-        ConfigurationError: ``pep`` has no ``enforce`` method, or a spec is not a ToolSpec.
+        ConfigurationError: ``pep`` has no ``enforce`` method, a spec is not a ToolSpec,
+            or the approver is not callable (or given under two keywords).
         InvalidContextError: ``context`` is incomplete or ambient.
     """
 
@@ -120,22 +95,42 @@ class PolicyGuard:
         pep: Any,
         specs: Iterable[ToolSpec],
         context: ExecutionContext | Mapping[str, Any],
-        approvals: ApprovalCallback | None = None,
+        approver: Approver | None = None,
         session_id: str | None = None,
+        approvals: Approver | None = None,
     ) -> None:
-        if not callable(getattr(pep, "enforce", None)):
-            raise ConfigurationError(
-                "PolicyGuard needs a PolicyEnforcementPoint (an object with enforce(action, "
-                f"approval_records)); got {type(pep).__name__}"
-            )
-        self.pep = pep
-        self.registry = registry_from_specs(specs, owner=type(self).__name__)
-        self.context = ExecutionContext.coerce(context)
-        self.approvals = approvals
+        approver = deprecated_approver(approver, "PolicyGuard", approvals=approvals)
+        self.guard = Guard(
+            pep, specs=specs, context=context, approver=approver, owner="PolicyGuard"
+        )
         self.session_id = session_id
-        self.outcomes: list[GuardOutcome] = []
-        self._judged: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        self._judged: dict[tuple[str, str, str], tuple[str, dict[str, Any], Judgement]] = {}
         self._lock = threading.Lock()
+
+    @property
+    def pep(self) -> Any:
+        """The policy enforcement point."""
+        return self.guard.pep
+
+    @property
+    def registry(self) -> Any:
+        """The tools' declarations."""
+        return self.guard.registry
+
+    @property
+    def context(self) -> ExecutionContext:
+        """The execution context calls are judged in."""
+        return self.guard.context
+
+    @property
+    def approver(self) -> Approver | None:
+        """The approver asked for calls that need an explicit approval."""
+        return self.guard.approver
+
+    @property
+    def outcomes(self) -> list[Judgement]:
+        """The guard's recent judgements, oldest first."""
+        return list(self.guard.judgements)
 
     def _mine(self, session_id: str) -> bool:
         return self.session_id is None or session_id == self.session_id
@@ -149,121 +144,30 @@ class PolicyGuard:
         args: Any,
         session_id: str = "",
         tool_call_id: str = "",
+        api_request_id: str = "",
         **_: Any,
     ) -> dict[str, str] | None:
         """The ``pre_tool_call`` hook: ``None`` lets the call through, a dict blocks it."""
         if not self._mine(session_id):
             return None
+        key = _key(session_id, api_request_id, tool_call_id)
+        name = str(tool_name)
         try:
-            outcome, judged = self._check(str(tool_name), args, str(tool_call_id))
-        except Exception as exc:  # fail closed: a failed check is a block
-            outcome, judged = (
-                GuardOutcome(
-                    tool=str(tool_name),
-                    tool_call_id=str(tool_call_id),
-                    allowed=False,
-                    message=_refusal_text(
-                        str(tool_name),
-                        f"the policy check could not complete ({type(exc).__name__}: {exc})",
-                    ),
-                ),
-                None,
-            )
-        with self._lock:
-            self.outcomes.append(outcome)
-            if outcome.allowed and judged is not None:
-                self._judged[(session_id, str(tool_call_id))] = (str(tool_name), judged)
-        if outcome.allowed:
-            return None
-        return {"action": "block", "message": outcome.message}
-
-    def _check(
-        self, tool: str, args: Any, call_id: str
-    ) -> tuple[GuardOutcome, dict[str, Any] | None]:
-        if not isinstance(args, Mapping):
-            raise ConfigurationError(f"tool arguments must be an object, not {type(args).__name__}")
-        judged = copy.deepcopy(dict(args))
-        try:
-            action = Action.build(self.registry, tool, judged, self.context)
-        except JevError as rejected:
-            audit = getattr(self.pep, "audit_rejection", None)
-            if callable(audit):
-                audit(tool, self.context, rejected)
-            why = f"it was refused before evaluation: {rejected}"
-            return self._no(tool, call_id, why), None
-        asked: str | None = None
-        try:
-            try:
-                verdict = self.pep.enforce(action, ())
-            except UnfulfilledObligationError as pending:
-                asked = action.digest
-                records = self._ask(ApprovalRequest(action, pending.verdict))
-                if not records:
-                    why = (
-                        f"it needs an explicit approval of action {action.digest} and none "
-                        "was given"
-                    )
-                    return self._no(tool, call_id, why, action.digest, asked), None
-                verdict = self.pep.enforce(action, records)
-        except UnfulfilledObligationError as still:
-            why = "the approval given does not authorise this exact action " + (
-                f"({action.digest}): " + ("; ".join(still.verdict.reasons) or "no match")
-            )
-            return self._no(tool, call_id, why, action.digest, asked), None
-        except PolicyDeniedError as denied:
-            why = "; ".join(denied.verdict.reasons) or "the policy denied it"
-            return self._no(tool, call_id, why, action.digest, asked), None
-        if verdict.kind is VerdictKind.REPAIR:
-            why = (
-                "the policy proposes a repaired call instead, which was not run: "
-                f"{dict(verdict.repaired or {})!r}; resubmit it if it does what you need"
-            )
-            return self._no(tool, call_id, why, action.digest, asked), None
-        if not verdict.allowed:
-            why = "; ".join(verdict.reasons) or "the policy did not allow it"
-            return self._no(tool, call_id, why, action.digest, asked), None
-        outcome = GuardOutcome(
-            tool=tool,
-            tool_call_id=call_id,
-            allowed=True,
-            action_digest=action.digest,
-            approval_requested=asked,
-        )
-        return outcome, copy.deepcopy(dict(action.arguments))
-
-    def _ask(self, request: ApprovalRequest) -> Sequence[ApprovalRecord]:
-        if self.approvals is None:
-            return ()
-        answer = self.approvals(request)
-        if answer is None:
-            return ()
-        if isinstance(answer, ApprovalRecord):
-            return (answer,)
-        records = tuple(answer)
-        for record in records:
-            if not isinstance(record, ApprovalRecord):
-                raise ConfigurationError(
-                    "an approval callback must return ApprovalRecord(s) or None, not "
-                    f"{type(record).__name__}"
-                )
-        return records
-
-    @staticmethod
-    def _no(
-        tool: str,
-        call_id: str,
-        why: str,
-        digest: str | None = None,
-        asked: str | None = None,
-    ) -> GuardOutcome:
-        return GuardOutcome(
-            tool=tool,
-            tool_call_id=call_id,
-            allowed=False,
-            message=_refusal_text(tool, why),
-            action_digest=digest,
-            approval_requested=asked,
-        )
+            given = json.loads(json.dumps(args)) if isinstance(args, Mapping) else args
+            # Judge what the tool would get: Hermes coerces "5" to 5 by the tool's schema, on
+            # some paths only after this hook.
+            judged = coerce_tool_args(name, json.loads(json.dumps(given))) if given else given
+            judgement = self.guard.check(name, judged, _call_id(key))
+            if not judgement.allowed:
+                return {"action": "block", "message": judgement.message}
+            with self._lock:
+                self._judged[key] = (name, given, judgement)
+        except Exception as exc:  # fail closed: Hermes would run the tool on an exception
+            return {
+                "action": "block",
+                "message": self.guard.refuse(name, exc, _call_id(key)).message,
+            }
+        return None
 
     # --- the execution gate ------------------------------------------------------------
 
@@ -275,28 +179,66 @@ class PolicyGuard:
         next_call: Callable[[dict[str, Any]], Any],
         session_id: str = "",
         tool_call_id: str = "",
+        api_request_id: str = "",
         **_: Any,
     ) -> Any:
         """The ``tool_execution`` middleware: run only what the hook allowed, as judged."""
         if not self._mine(session_id):
             return next_call(args)
+        key = _key(session_id, api_request_id, tool_call_id)
+        running = _RUNNING.get()
+        if running is not None and running[0] == key and running[1].tool == tool_name:
+            # Hermes' inner pass of the call the outer pass is running: the same arguments.
+            return next_call(running[1].run_arguments())
         with self._lock:
-            judged = self._judged.pop((session_id, str(tool_call_id)), None)
-        if judged is None or judged[0] != tool_name or not _same(judged[1], args):
-            return json.dumps(
-                {
-                    "error": _refusal_text(
-                        str(tool_name),
-                        "it was not the call the policy judged (unjudged, changed since, or "
-                        "already run)",
-                    )
-                }
+            judged = self._judged.pop(key, None)
+        if judged is None or judged[0] != tool_name or not _same(tool_name, judged[1], args):
+            unjudged = InvalidToolArgumentsError(
+                str(tool_name),
+                "it was not the call the policy judged (unjudged, changed since, or already run)",
             )
-        return next_call(copy.deepcopy(judged[1]))
+            refused = self.guard.refuse(tool_name, unjudged, _call_id(key))  # audited
+            return json.dumps({"error": refused.message})
+        judgement = judged[2]
+        token = _RUNNING.set((key, judgement))
+        try:
+            return self.guard.run(judgement, next_call)
+        finally:
+            _RUNNING.reset(token)
 
 
-def _same(judged: Mapping[str, Any], args: Any) -> bool:
-    try:
-        return json.dumps(judged, sort_keys=True) == json.dumps(args, sort_keys=True)
-    except (TypeError, ValueError):
+def _key(session_id: str, api_request_id: str, tool_call_id: str) -> tuple[str, str, str]:
+    return (str(session_id or ""), str(api_request_id or ""), str(tool_call_id or ""))
+
+
+def _call_id(key: tuple[str, str, str]) -> str | None:
+    """The call's id for the guard, scoped to the model message that made it.
+
+    Some servers number calls per message (``call_0``), so the bare id repeats across
+    turns; the guard runs a call id at most once, so it gets the message's id too.
+    """
+    session_id, api_request_id, tool_call_id = key
+    if not tool_call_id:
+        return None  # nothing identifies the call (a sandbox's tool call): never deduplicated
+    return "/".join(part for part in (api_request_id or session_id, tool_call_id) if part)
+
+
+def _same(tool: str, judged: Mapping[str, Any], args: Any) -> bool:
+    """Whether ``args`` are the judged arguments, before or after Hermes' type coercion."""
+    given = _json(args)
+    if given is None:
         return False
+    if _json(judged) == given:
+        return True
+    try:
+        coerced = coerce_tool_args(tool, json.loads(json.dumps(judged)))
+    except Exception:
+        return False
+    return _json(coerced) == given
+
+
+def _json(value: Any) -> str | None:
+    try:
+        return json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        return None

@@ -15,7 +15,12 @@ TOOLSET = "jevqueue_tests"
 
 
 def register_tools(tools: Sequence[ConformanceTool]) -> list[Any]:
-    """Register each suite tool with Hermes' tool registry; return their declarations."""
+    """Register each suite tool with Hermes' tool registry, alone in the test toolset (a
+    tool an earlier test registered there is removed); return their declarations."""
+    names = {tool.name for tool in tools}
+    for stale in registry.get_tool_names_for_toolset(TOOLSET):
+        if stale not in names:
+            registry.deregister(stale)
     for tool in tools:
 
         def handler(args: dict[str, Any], _tool: ConformanceTool = tool, **_: Any) -> str:
@@ -32,12 +37,13 @@ def register_tools(tools: Sequence[ConformanceTool]) -> list[Any]:
 
 
 def hermes_agent(base_url: str, **options: Any) -> AIAgent:
-    """A real Hermes agent on the test toolset only, quiet, no memory or context files."""
+    """A real Hermes agent, quiet, no memory or context files; on the test toolset only
+    unless ``enabled_toolsets`` says otherwise."""
+    options.setdefault("enabled_toolsets", [TOOLSET])
     return AIAgent(
         base_url=base_url,
         api_key="test-key",
         model="test-model",
-        enabled_toolsets=[TOOLSET],
         quiet_mode=True,
         skip_context_files=True,
         skip_memory=True,

@@ -203,7 +203,7 @@ def test_an_approved_command_runs_once_with_a_record_for_its_digest(setup: Setup
     steps = [tool_reply("run_command", {"command": "ls"}), text_reply("Listed.")]
     with RecordingChatServer(steps) as server:
         agent = hermes_agent(server.base_url)
-        with setup.governance(agent, governor=None, approvals=approve):
+        with setup.governance(agent, governor=None, approver=approve):
             agent.run_conversation("List the files")
     assert setup.tool("run_command").calls == [{"command": "ls"}]
     assert len(asked) == 1 and asked[0].startswith("sha256:")

@@ -4,8 +4,9 @@ The glue drives Hermes' own pieces: the model turn goes through Hermes' LLM exec
 middleware chain (``run_llm_execution_middleware``) with the governor installed in it, and
 the reply is read with Hermes' chat-completions response normaliser; the tool step is
 Hermes' dispatcher ``handle_function_call``, whose ``pre_tool_call`` hook and
-``tool_execution`` middleware carry the PEP. The end-to-end ``AIAgent`` loop is in
-``test_hermes_agent.py``.
+``tool_execution`` middleware carry the PEP. A batch runs in a real ``AIAgent`` loop (its
+executor, its approver asked inline), and each route around the guard is tried on a real
+``AIAgent``. The end-to-end loop is also in ``test_hermes_agent.py``.
 
 The middleware never raises into Hermes (Hermes would send or use the call ungoverned);
 it answers a disobeying reply with a local refusal and records the error. The glue
@@ -16,8 +17,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -31,21 +34,32 @@ pytest.importorskip(
 from agent.transports import get_transport
 from hermes_cli.middleware import run_llm_execution_middleware
 from hermes_cli.plugins import get_plugin_manager
-from hermes_kit import register_tools
-from jevqueue.errors import ProviderDisobeyedError
-from jevqueue.plugins.hermes import GovernorMiddleware, PolicyGuard
-from jevqueue.plugins.hermes.testing import completion, text_reply, tool_reply
+from hermes_kit import TOOLSET, hermes_agent, register_tools
+from jevqueue.errors import ConfigurationError, ProviderDisobeyedError
+from jevqueue.plugins.hermes import GovernorMiddleware, HermesGovernance, PolicyGuard, tool_spec
+from jevqueue.plugins.hermes.testing import (
+    RecordingChatServer,
+    completion,
+    text_reply,
+    tool_reply,
+)
 from jevqueue.testing.conformance import (
     PluginConformance,
+    PolicyHarness,
     ProviderReply,
     ProviderRequest,
+    RouteAttempt,
+    ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
     TurnOutcome,
     TurnScenario,
+    policy_tools,
 )
 from model_tools import handle_function_call
 from openai.types.chat import ChatCompletion
+
+pytestmark = pytest.mark.network_allowed  # the batch runs against a server on 127.0.0.1
 
 
 @contextmanager
@@ -79,16 +93,27 @@ def hermes_reply(reply: ProviderReply) -> dict[str, Any]:
     return text_reply(reply.text)
 
 
-class ApprovalDesk:
-    """The approval callback the glue installs: shows the digest, hands over the records."""
+def calls_reply(calls: list[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
+    """An assistant message calling ``(name, arguments, id)`` each, with the ids given."""
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for name, args, call_id in calls
+        ],
+    }
 
-    def __init__(self, records: tuple[Any, ...]) -> None:
-        self.records = records
-        self.asked: str | None = None
 
-    def __call__(self, request: Any) -> Any:
-        self.asked = request.action_digest
-        return self.records or None
+def outcome_of(result: str) -> ToolCallOutcome:
+    parsed = json.loads(result)
+    is_error = isinstance(parsed, dict) and "error" in parsed
+    message = parsed["error"] if is_error else str(parsed.get("result"))
+    return ToolCallOutcome(message=message, is_error=is_error)
 
 
 def run_tools(response: Any, guard: PolicyGuard) -> list[str]:
@@ -109,7 +134,7 @@ def run_tools(response: Any, guard: PolicyGuard) -> list[str]:
 
 
 class TestHermesConformance(PluginConformance):
-    """The seven checks through ``GovernorMiddleware`` and ``PolicyGuard``."""
+    """Every conformance check through ``GovernorMiddleware``, ``PolicyGuard`` and a real agent."""
 
     def run_turn(self, turn: TurnScenario) -> TurnOutcome:
         register_tools(turn.tools)
@@ -143,15 +168,134 @@ class TestHermesConformance(PluginConformance):
         )
 
     def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
-        desk = ApprovalDesk(call.approvals)
         guard = PolicyGuard(
-            pep=call.pep, specs=register_tools(call.tools), context=call.context, approvals=desk
+            pep=call.pep,
+            specs=register_tools(call.tools),
+            context=call.context,
+            approver=call.approver,
         )
         response = ChatCompletion.model_validate(
-            completion(tool_reply(call.tool.name, call.arguments))
+            completion(calls_reply([(call.tool.name, call.arguments, call.call_id)]))
         )
         (result,) = run_tools(response, guard)
-        parsed = json.loads(result)
-        is_error = "error" in parsed
-        message = parsed["error"] if is_error else str(parsed.get("result"))
-        return ToolCallOutcome(message=message, is_error=is_error, approval_requested=desk.asked)
+        seen = outcome_of(result)
+        return ToolCallOutcome(seen.message, seen.is_error, call.approver.asked)
+
+    def run_tool_batch(self, batch: ToolBatchScenario) -> list[ToolCallOutcome]:
+        """One model message with the three calls, run by a real ``AIAgent``'s executor."""
+        specs = register_tools(batch.tools)  # before the agent, which reads its tools once
+        steps = [calls_reply(batch.calls), text_reply("Done.")]
+        with RecordingChatServer(steps) as server:
+            agent = hermes_agent(server.base_url)
+            governance = HermesGovernance(
+                agent,
+                pep=batch.pep,
+                specs=specs,
+                context=batch.context,
+                approver=batch.approver,
+            )
+            with governance:
+                agent.run_conversation("Do the three things.")
+        server.assert_complete()
+        results = {
+            message["tool_call_id"]: message["content"]
+            for message in server.requests[1]["messages"]
+            if message["role"] == "tool"
+        }
+        return [outcome_of(results[call_id]) for _, _, call_id in batch.calls]
+
+    def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
+        tools = policy_tools()
+        specs = register_tools(tools)
+        attempts: list[RouteAttempt] = []
+
+        def build(route: str, toolsets: list[str], given: list[Any], **agent_fields: Any) -> None:
+            agent = hermes_agent("http://127.0.0.1:9/v1", enabled_toolsets=toolsets)
+            for name, value in agent_fields.items():
+                setattr(agent, name, value)
+            try:
+                HermesGovernance(agent, pep=policy.pep, specs=given, context=policy.context)
+            except ConfigurationError as refused:
+                attempts.append(RouteAttempt(route, refused=True, error=str(refused)))
+            else:
+                attempts.append(RouteAttempt(route, refused=False))
+
+        def judged(
+            route: str, name: str, args: dict[str, Any], given: list[Any], **kw: Any
+        ) -> None:
+            before = len(policy.audit.events)
+            guard = PolicyGuard(pep=policy.pep, specs=given, context=policy.context)
+            with (
+                installed("hook", "pre_tool_call", guard.pre_tool_call),
+                installed("middleware", "tool_execution", guard.tool_execution),
+            ):
+                result = handle_function_call(name, args, tool_call_id="route-1", **kw)
+            attempts.append(
+                RouteAttempt(
+                    route,
+                    refused=False,
+                    ran="error" not in json.loads(result),
+                    audited=len(policy.audit.events) > before,
+                )
+            )
+
+        build("undeclared tool", [TOOLSET], specs[:1])
+        build("code execution (execute_code), undeclared", [TOOLSET, "code_execution"], specs)
+        marker = os.path.join(policy.context.workspace, "ran.txt")
+        code = f"open({marker!r}, 'w').write('ran')"
+        execute_code = tool_spec("execute_code", side_effects={"shell_command"})
+        judged(
+            "code execution (execute_code), declared",
+            "execute_code",
+            {"code": code},
+            [*specs, execute_code],
+            session_id="",
+        )
+        assert not os.path.exists(marker), "a denied script ran"
+        build("delegated subagents (delegate_task), undeclared", [TOOLSET, "delegation"], specs)
+        delegate = tool_spec("delegate_task", side_effects={"shell_command"})
+        judged(
+            "a delegated subagent's tool call (another session)",
+            "delete_file",
+            {"path": "notes.txt"},
+            [*specs, delegate],
+            session_id="subagent-session",
+        )
+        with mcp_server_tools("notes") as mcp_toolset:
+            build("MCP tool, undeclared", [TOOLSET, mcp_toolset], specs)
+        build("Codex app-server runtime", [TOOLSET], specs, api_mode="codex_app_server")
+        return attempts
+
+
+@contextmanager
+def mcp_server_tools(server_name: str) -> Iterator[str]:
+    """An MCP server's tools registered by Hermes' own MCP client code, as on a connection.
+
+    Only the connection is a stand-in (no MCP server process): Hermes' registration, its
+    ``mcp-<server>`` toolset and its availability check are its own.
+    """
+    from tools import mcp_tool
+    from tools.registry import registry
+
+    server = mcp_tool.MCPServerTask(server_name)
+    server.session = object()  # the one stand-in: a live session
+    server._tools = [
+        SimpleNamespace(
+            name="append_note",
+            description="Append a line to a note on the MCP server.",
+            inputSchema={"type": "object", "properties": {"text": {"type": "string"}}},
+        )
+    ]
+    with mcp_tool._lock:
+        mcp_tool._servers[server_name] = server
+    names = mcp_tool._register_server_tools(
+        server_name, server, {"tools": {"resources": False, "prompts": False}}
+    )
+    try:
+        assert names, "Hermes registered no MCP tool"
+        yield f"mcp-{server_name}"
+    finally:
+        for name in names:
+            registry.deregister(name)
+        with mcp_tool._lock:
+            mcp_tool._servers.pop(server_name, None)

@@ -92,7 +92,8 @@ def test_a_check_that_fails_blocks_the_call(tools: Any, context: ExecutionContex
 def test_a_call_that_skipped_the_hook_is_refused_by_the_gate(
     tools: Any, context: ExecutionContext
 ) -> None:
-    pep = PolicyEnforcementPoint(ConformancePolicy(), audit_logger=RecordingAuditSink())
+    audit = RecordingAuditSink()
+    pep = PolicyEnforcementPoint(ConformancePolicy(), audit_logger=audit)
     guard = PolicyGuard(pep=pep, specs=register_tools(tools), context=context)
     with guarding(guard):
         result = handle_function_call(
@@ -104,6 +105,7 @@ def test_a_call_that_skipped_the_hook_is_refused_by_the_gate(
         )
     assert weather(tools).calls == []
     assert "not the call the policy judged" in result
+    assert audit.results == ["DENY"], "the unjudged call's refusal must be audited"
 
 
 def test_a_call_changed_after_it_was_judged_is_refused_and_each_runs_once(

@@ -33,6 +33,14 @@ def test_public_names_are_pinned() -> None:
         assert getattr(plugin, name) is not None
 
 
+def test_the_approval_names_are_the_core_ones() -> None:
+    from jevqueue import policy
+
+    assert plugin.ApprovalRequest is policy.ApprovalRequest
+    assert plugin.ApprovalCallback is policy.Approver
+    assert plugin.GuardOutcome is policy.Judgement
+
+
 def test_the_docstring_names_what_cannot_be_forced() -> None:
     doc = plugin.__doc__ or ""
     assert "cannot be used" in doc and "cannot force" in doc and "request_overrides" in doc
