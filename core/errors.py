@@ -33,6 +33,7 @@ r"""Every error jevqueue raises, under one root.
         ├── UnfulfilledObligationError an obligation such as explicit approval is unmet (.verdict)
         ├── ApprovalRequiredError      an interactive approval is pending (.verdict)
         │   └── ApprovalDeclinedError  an approver said no; the model reads its message
+        ├── ToolInterruptedError       a call's first run was interrupted; it is not run again
         └── TurnInterruptedError       the host was interrupted before any effect
 
 Every message says what was wrong and what to do about it.
@@ -77,6 +78,7 @@ __all__ = [
     "PolicyFileError",
     "ProviderDisobeyedError",
     "ProviderHTTPError",
+    "ToolInterruptedError",
     "ToolsFileError",
     "TurnInterruptedError",
     "UnfulfilledObligationError",
@@ -319,6 +321,14 @@ class ApprovalDeclinedError(ApprovalRequiredError):
             return authority.issue(request.action_digest)
 
     ``.verdict`` is optional (the guard knows which call was declined).
+    """
+
+
+class ToolInterruptedError(ControlSignal):
+    """A call's first run was interrupted midway (cancelled, a KeyboardInterrupt).
+
+    It may have had its effect, so the guard does not run it again under the same call id:
+    a replay raises this instead. The message is the refusal the model reads.
     """
 
 

@@ -57,6 +57,7 @@ from jevqueue.errors import (
     ConfigurationError,
     JevError,
     PolicyDeniedError,
+    ToolInterruptedError,
     UnfulfilledObligationError,
     UnregisteredToolError,
 )
@@ -394,7 +395,8 @@ class Guard:
 
         Returns:
             What ``execute`` returned; for a call id that already ran, the first run's
-            result (or its exception, raised again) without running it a second time.
+            result (or its exception, raised again; :class:`ToolInterruptedError` when the
+            first run was cancelled midway) without running it a second time.
 
         Raises:
             PolicyDeniedError: ``judgement`` is not allowed.
@@ -408,8 +410,13 @@ class Guard:
                 return replayed
         try:
             result = execute(judgement.run_arguments())
-        except BaseException as error:
+        except Exception as error:
             self._remember(judgement, key, (False, error))
+            raise
+        except BaseException:
+            # Cancelled or interrupted midway: the effect may have happened. A replay says
+            # so; it never re-raises this cancellation into another task.
+            self._remember(judgement, key, (False, _interrupted(judgement)))
             raise
         self._remember(judgement, key, (True, result))
         return result
@@ -427,8 +434,13 @@ class Guard:
                 return again
         try:
             result = await execute(judgement.run_arguments())
-        except BaseException as error:
+        except Exception as error:
             self._remember(judgement, key, (False, error))
+            raise
+        except BaseException:
+            # Cancelled or interrupted midway: the effect may have happened. A replay says
+            # so; it never re-raises this cancellation into another task.
+            self._remember(judgement, key, (False, _interrupted(judgement)))
             raise
         self._remember(judgement, key, (True, result))
         return result
@@ -737,6 +749,15 @@ def _copy(arguments: Mapping[str, Any]) -> dict[str, Any]:
         if type(value) not in _SCALARS:
             return copy.deepcopy(dict(arguments))
     return dict(arguments)
+
+
+def _interrupted(judgement: Judgement) -> ToolInterruptedError:
+    return ToolInterruptedError(
+        refusal_message(
+            judgement.tool,
+            "its first run was interrupted and may have had its effect, so it is not run again",
+        )
+    )
 
 
 def _replay(done: tuple[bool, Any]) -> Any:

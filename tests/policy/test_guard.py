@@ -348,3 +348,28 @@ def test_a_guard_without_a_context_judges_each_call_in_the_context_it_is_given(
         "write_note", {"path": "a.txt", "text": "x"}, "call-2", context=guard.context
     )
     assert allowed.allowed, allowed.message
+
+
+def test_a_run_cancelled_midway_is_not_run_again_and_says_why(guard: Guard) -> None:
+    from jevqueue.errors import ToolInterruptedError
+
+    started: list[int] = []
+
+    async def slow(arguments: dict[str, Any]) -> str:
+        started.append(1)
+        await asyncio.sleep(10)
+        return "done"
+
+    judgement = guard.check("write_note", {"path": "a.txt", "text": "x"}, "call-1")
+
+    async def cancel_midway() -> None:
+        task = asyncio.ensure_future(guard.arun(judgement, slow))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_midway())
+    with pytest.raises(ToolInterruptedError, match="may have had its effect"):
+        asyncio.run(guard.arun(judgement, slow))
+    assert started == [1]
