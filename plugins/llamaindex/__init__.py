@@ -23,12 +23,18 @@ The pieces:
 * :class:`GovernedFunctionCallingLLM` — the same governance as a ``FunctionCallingLLM``
   wrapper, for workflows of your own: ``chat_with_tools``, ``achat_with_tools``,
   ``stream_chat_with_tools`` and ``astream_chat_with_tools`` are governed steps.
-* :func:`governed_tools` — tools whose every call the PEP judges before the body runs; a
-  refusal reaches the model as the tool's error result and the run goes on.
+* :func:`governed_tools` — tools whose every call jevqueue's :class:`~jevqueue.policy.Guard`
+  judges before the body runs; a refusal (the guard's message) reaches the model as the
+  tool's error result and the run goes on.
 * :class:`ApprovalRequiredEvent` / :class:`ApprovalResponseEvent` — approvals in
   LlamaIndex's human-in-the-loop idiom (``InputRequiredEvent`` / ``HumanResponseEvent``),
-  bound to the action digest, single use; a paused run survives ``ctx.to_dict()`` and
-  resumes in another process without running any call twice.
+  carrying the core :class:`~jevqueue.policy.ApprovalRequest`, bound to the action digest,
+  single use; a paused run survives ``ctx.to_dict()`` and resumes in another process
+  without running any call twice. Or pass ``approver=`` (any
+  :class:`~jevqueue.policy.Approver`, plain or ``async``) and the guard asks it inline;
+  an approver declines with :class:`~jevqueue.errors.ApprovalDeclinedError`.
+* :class:`GovernedToolRetriever` — an agent's ``tool_retriever=``, wrapped so every tool
+  it retrieves is governed.
 * :class:`GovernedReActAgent` — a ``ReActAgent`` whose calls are judged (see below).
 
 Where are ``AgentWorker`` and ``AgentRunner``?
@@ -70,6 +76,13 @@ What LlamaIndex cannot force, and what the plugin does about each case
   reply back, and only then replays the chunks: a stream consumer never sees a call that
   was blocked, and those steps do not stream token by token. A passthrough step streams
   live, exactly as without jevqueue.
+* **Routes around the guard.** With ``pep=``, a governed agent refuses when it is built
+  (``ConfigurationError``) a tool with no declaration, given as ``tools=`` or assigned
+  later (``agent.tools = ...``); it wraps ``tool_retriever=`` so each retrieved tool is
+  judged (an undeclared one is refused per call, audited). What the plugin cannot reach:
+  a plain ``FunctionAgent`` placed beside a governed one in an ``AgentWorkflow`` runs its
+  own tools (govern every agent of the workflow), and ``CodeActAgent`` runs the model's
+  code through your executor (there is no governed CodeAct agent).
 * **A passthrough is the integration's own request.** On a delegated step nothing is
   added, but ``llama-index-llms-openai`` itself always sends ``tool_choice: "auto"`` and
   the agent's ``parallel_tool_calls`` whenever tools are offered — as it does without
@@ -86,6 +99,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from jevqueue.plugins.llamaindex.approval_events import (
+    ApprovalRequest,
     ApprovalRequiredEvent,
     ApprovalResponseEvent,
 )
@@ -95,6 +109,7 @@ from jevqueue.plugins.llamaindex.governed_agent import (
     GovernedReActAgent,
 )
 from jevqueue.plugins.llamaindex.governed_llm import GovernedFunctionCallingLLM
+from jevqueue.plugins.llamaindex.governed_retriever import GovernedToolRetriever
 from jevqueue.plugins.llamaindex.governed_tools import (
     CONTEXT_PARAMETER,
     GovernedFunctionTool,
@@ -107,12 +122,14 @@ from jevqueue.plugins.llamaindex.tool_spec import tool_spec
 __all__ = [
     "CONTEXT_PARAMETER",
     "REACT_NOTE",
+    "ApprovalRequest",
     "ApprovalRequiredEvent",
     "ApprovalResponseEvent",
     "GovernedFunctionAgent",
     "GovernedFunctionCallingLLM",
     "GovernedFunctionTool",
     "GovernedReActAgent",
+    "GovernedToolRetriever",
     "ToolCallRefusedError",
     "governed_tools",
     "local_response",

@@ -11,6 +11,8 @@ try:
         AgentWorkflow,
         FunctionAgent,
         ReActAgent,
+        ToolCall,
+        ToolCallResult,
     )
     from llama_index.core.base.llms.types import (
         ChatMessage,
@@ -23,6 +25,7 @@ try:
     )
     from llama_index.core.llms.function_calling import FunctionCallingLLM
     from llama_index.core.llms.llm import ToolSelection
+    from llama_index.core.objects import ObjectRetriever
     from llama_index.core.tools import (
         AsyncBaseTool,
         BaseTool,
@@ -35,6 +38,7 @@ try:
         Context,
         HumanResponseEvent,
         InputRequiredEvent,
+        step,
     )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -56,11 +60,15 @@ __all__ = [
     "InputRequiredEvent",
     "LLMMetadata",
     "MessageRole",
+    "ObjectRetriever",
     "ReActAgent",
     "TextBlock",
+    "ToolCall",
     "ToolCallBlock",
+    "ToolCallResult",
     "ToolMetadata",
     "ToolOutput",
     "ToolSelection",
     "adapt_to_async_tool",
+    "step",
 ]

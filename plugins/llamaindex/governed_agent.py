@@ -8,8 +8,25 @@ Both are the stock LlamaIndex classes (usable alone or as agents of an
   :class:`~.governed_llm.GovernedFunctionCallingLLM`, so the stock ``take_step`` — which
   calls ``llm.achat_with_tools`` or ``llm.astream_chat_with_tools`` — runs the governor on
   every step: forced, prose or passthrough, with the read-back;
-* given ``pep=``, ``specs=`` and ``context=``, both wrap their tools with
-  :func:`~.governed_tools.governed_tools`, so every call is judged before it runs.
+* given ``pep=``, ``specs=`` and ``context=``, every tool call is judged by one
+  :class:`~jevqueue.policy.Guard` before it runs, whichever route the tool came by.
+
+The routes by which a workflow agent gets a tool, and what happens to each:
+
+* ``tools=`` — wrapped with :func:`~.governed_tools.governed_tools`; a tool without a
+  declaration is refused when the agent is built (``ConfigurationError``);
+* ``agent.tools = [...]`` after the build — wrapped the same way, refused the same way;
+* ``tool_retriever=`` (and ``agent.tool_retriever = ...``) — the retriever is wrapped
+  (:class:`~.governed_retriever.GovernedToolRetriever`): each tool it returns is governed,
+  and a retrieved tool without a declaration is refused per call, audited;
+* a ``FunctionAgent`` (not governed) beside a governed one in an ``AgentWorkflow`` runs
+  its own tools unjudged: the plugin does not own ``AgentWorkflow``, so govern every agent
+  of a workflow (each with ``pep=``) — the hand-off tool itself runs no effect.
+
+The ``call_tool`` step hands the guard the model's call id, so a call runs at most once
+even when LlamaIndex runs the step again (a context restored while the step was running).
+Inside an ``AgentWorkflow`` the workflow's own ``call_tool`` runs instead, which gives no
+call id: each call is still judged, but not de-duplicated.
 """
 
 from __future__ import annotations
@@ -21,10 +38,18 @@ from typing import Any
 
 from jevqueue.errors import ConfigurationError
 from jevqueue.governor import Decision, Governor, Path
-from jevqueue.plugins.llamaindex._framework import FunctionAgent, ReActAgent
+from jevqueue.plugins.llamaindex._framework import (
+    Context,
+    FunctionAgent,
+    ReActAgent,
+    ToolCall,
+    ToolCallResult,
+    step,
+)
 from jevqueue.plugins.llamaindex.governed_llm import Forcing, GovernedFunctionCallingLLM
-from jevqueue.plugins.llamaindex.governed_tools import governed_tools
-from jevqueue.policy import ExecutionContext, ToolRegistry, ToolSpec
+from jevqueue.plugins.llamaindex.governed_retriever import governed_retriever
+from jevqueue.plugins.llamaindex.governed_tools import ToolPolicy, current_call_id, tool_policy
+from jevqueue.policy import Approver, ExecutionContext, Guard, ToolRegistry, ToolSpec
 from pydantic import PrivateAttr
 
 __all__ = ["REACT_NOTE", "GovernedFunctionAgent", "GovernedReActAgent"]
@@ -40,35 +65,91 @@ REACT_NOTE = (
 """The ``reason`` of the decision a :class:`GovernedReActAgent` records for each step."""
 
 
-def _wrap_tools(
-    tools: Sequence[Any] | None,
+def _tool_policy(
+    owner: str,
     pep: Any,
     specs: Iterable[ToolSpec] | ToolRegistry,
     context: ExecutionContext | Mapping[str, Any] | None,
+    approver: Approver | None,
     approval_timeout: float | None,
-) -> Sequence[Any] | None:
+) -> ToolPolicy | None:
     if pep is None:
-        if context is not None or len(list(specs)):
+        if context is not None or len(list(specs)) or approver is not None:
             raise ConfigurationError(
-                "specs=/context= were given without pep=: pass the "
+                f"{owner}: specs=/context=/approver= were given without pep=: pass the "
                 "PolicyEnforcementPoint too, or none of them"
             )
-        return tools
+        return None
     if context is None:
         raise ConfigurationError(
-            "pep= needs context=ExecutionContext(task_id=..., actor_id=..., workspace=..., "
-            "git_sha=...): every call is judged in one"
+            f"{owner}: pep= needs context=ExecutionContext(task_id=..., actor_id=..., "
+            "workspace=..., git_sha=...): every call is judged in one"
         )
-    return governed_tools(
-        tools or (),
+    return tool_policy(
         pep=pep,
         specs=specs,
         context=context,
+        approver=approver,
         approval_timeout=approval_timeout,
+        owner=owner,
     )
 
 
-class GovernedFunctionAgent(FunctionAgent):
+_HOW = (
+    " (whether given as tools= or assigned later with agent.tools = ...; a retrieved tool "
+    "without one is refused when called)"
+)
+
+
+class _GovernedTools:
+    """What both governed agents add to the stock agent's tool half.
+
+    Every route by which the agent gets a tool goes through its :class:`ToolPolicy`:
+    ``tools=`` (and ``agent.tools = ...`` later) are wrapped, undeclared ones refused with
+    a ``ConfigurationError``; a ``tool_retriever=`` is wrapped so each retrieved tool is
+    governed; and the ``call_tool`` step hands the guard the model's call id, so a call
+    runs at most once even when LlamaIndex runs its step again.
+    """
+
+    def _governed_field(self, name: str, value: Any) -> Any:
+        private = getattr(self, "__pydantic_private__", None) or {}
+        policy = private.get("_tool_policy")
+        if policy is None or value is None:
+            return value
+        if name == "tools":
+            return policy.wrap(value, how=_HOW)
+        if name == "tool_retriever":
+            return governed_retriever(value, policy)
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, self._governed_field(name, value))  # type: ignore[misc]
+
+    @property
+    def guard(self) -> Guard | None:
+        """The guard every tool call is judged by (``None`` without ``pep=``)."""
+        private = getattr(self, "__pydantic_private__", None) or {}
+        policy = private.get("_tool_policy")
+        return policy.guard if policy is not None else None
+
+    def _govern(
+        self, policy: ToolPolicy | None, tools: Sequence[Any] | None, retriever: Any
+    ) -> tuple[Sequence[Any] | None, Any]:
+        if policy is None:
+            return tools, retriever
+        return policy.wrap(tools or (), how=_HOW), governed_retriever(retriever, policy)
+
+    @step
+    async def call_tool(self, ctx: Context, ev: ToolCall) -> ToolCallResult:
+        """The stock ``call_tool`` step, with the model's call id handed to the guard."""
+        token = current_call_id.set(ev.tool_id or None)
+        try:
+            return await super().call_tool(ctx, ev)  # type: ignore[misc,no-any-return]
+        finally:
+            current_call_id.reset(token)
+
+
+class GovernedFunctionAgent(_GovernedTools, FunctionAgent):
     """A ``FunctionAgent`` whose every model step runs the governor, with read-back.
 
     Takes every ``FunctionAgent`` argument (``name``, ``description``, ``system_prompt``,
@@ -82,15 +163,23 @@ class GovernedFunctionAgent(FunctionAgent):
         forcing: See :class:`GovernedFunctionCallingLLM`.
         interrupted: See :class:`GovernedFunctionCallingLLM`.
         on_decision: See :class:`GovernedFunctionCallingLLM`.
-        pep: When given, the tools are wrapped with :func:`governed_tools`.
+        pep: When given, every tool call is judged by a guard over it: the tools are
+            wrapped with :func:`governed_tools`, and so is every tool a
+            ``tool_retriever=`` returns.
         specs: The tools' declarations (with ``pep``).
         context: The execution context calls are judged in (with ``pep``).
+        approver: Answers approvals inline (with ``pep``); without one a call that needs
+            an approval pauses the run with an ``ApprovalRequiredEvent``.
         approval_timeout: Seconds a call waits for its approval (with ``pep``).
+        tool_retriever: LlamaIndex's ``ObjectRetriever`` of tools; with ``pep`` each
+            retrieved tool is governed (an undeclared one is refused per call, audited).
 
     Raises:
         ConfigurationError: ``initial_tool_choice`` is set, the LLM cannot do function
             calling, or a tool is not declared.
     """
+
+    _tool_policy: ToolPolicy | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -103,8 +192,10 @@ class GovernedFunctionAgent(FunctionAgent):
         pep: Any = None,
         specs: Iterable[ToolSpec] | ToolRegistry = (),
         context: ExecutionContext | Mapping[str, Any] | None = None,
+        approver: Approver | None = None,
         approval_timeout: float | None = 2000.0,
         tools: Sequence[Any] | None = None,
+        tool_retriever: Any = None,
         **kwargs: Any,
     ) -> None:
         if kwargs.get("initial_tool_choice") is not None:
@@ -126,8 +217,12 @@ class GovernedFunctionAgent(FunctionAgent):
                 interrupted=interrupted,
                 on_decision=on_decision,
             )
-        tools = _wrap_tools(tools, pep, specs, context, approval_timeout)
-        super().__init__(llm=governed, tools=tools, **kwargs)
+        policy = _tool_policy(
+            "GovernedFunctionAgent", pep, specs, context, approver, approval_timeout
+        )
+        tools, tool_retriever = self._govern(policy, tools, tool_retriever)
+        super().__init__(llm=governed, tools=tools, tool_retriever=tool_retriever, **kwargs)
+        self._tool_policy = policy
 
     @property
     def governor(self) -> Governor:
@@ -140,7 +235,7 @@ class GovernedFunctionAgent(FunctionAgent):
         return self.llm.decisions  # type: ignore[attr-defined,no-any-return]
 
 
-class GovernedReActAgent(ReActAgent):
+class GovernedReActAgent(_GovernedTools, ReActAgent):
     """A ``ReActAgent`` whose tool calls are judged; its choice of tool cannot be forced.
 
     LlamaIndex's ReAct agent describes the tools in the prompt and parses ``Action:``
@@ -151,12 +246,16 @@ class GovernedReActAgent(ReActAgent):
     and — given ``pep=``, ``specs=``, ``context=`` — judges every tool call before it runs.
     Use :class:`GovernedFunctionAgent` with a function-calling model to force tools.
 
+    Takes ``pep=``, ``specs=``, ``context=``, ``approver=``, ``approval_timeout=`` and
+    ``tool_retriever=`` as :class:`GovernedFunctionAgent` does.
+
     Raises:
         ConfigurationError: ``governor=`` was given, or a tool is not declared.
     """
 
     _decisions: list[Decision] = PrivateAttr(default_factory=list)
     _warned: bool = PrivateAttr(default=False)
+    _tool_policy: ToolPolicy | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -164,8 +263,10 @@ class GovernedReActAgent(ReActAgent):
         pep: Any = None,
         specs: Iterable[ToolSpec] | ToolRegistry = (),
         context: ExecutionContext | Mapping[str, Any] | None = None,
+        approver: Approver | None = None,
         approval_timeout: float | None = 2000.0,
         tools: Sequence[Any] | None = None,
+        tool_retriever: Any = None,
         **kwargs: Any,
     ) -> None:
         if kwargs.pop("governor", None) is not None:
@@ -174,8 +275,10 @@ class GovernedReActAgent(ReActAgent):
                 "GovernedFunctionAgent with a function-calling LLM to force tools, or drop "
                 "governor= to keep the policy on the tool calls"
             )
-        tools = _wrap_tools(tools, pep, specs, context, approval_timeout)
-        super().__init__(tools=tools, **kwargs)
+        policy = _tool_policy("GovernedReActAgent", pep, specs, context, approver, approval_timeout)
+        tools, tool_retriever = self._govern(policy, tools, tool_retriever)
+        super().__init__(tools=tools, tool_retriever=tool_retriever, **kwargs)
+        self._tool_policy = policy
 
     @property
     def decisions(self) -> list[Decision]:

@@ -1,43 +1,43 @@
-"""Wrapped tools: every call judged by the PEP before the tool's body runs.
+"""Wrapped tools: every call judged by jevqueue's guard before the tool's body runs.
 
 :func:`governed_tools` wraps LlamaIndex tools (or plain functions) in
 :class:`GovernedFunctionTool`\\ s with the same metadata, so the model sees the same tools
-and an agent dispatches them by the same names. One call:
+and an agent dispatches them by the same names. The policy half is one
+:class:`~jevqueue.policy.Guard`; this module only speaks LlamaIndex to it. One call:
 
-1. builds the canonical :class:`~jevqueue.policy.Action` from a private copy of the
-   arguments (fail closed: an unregistered tool or a non-canonical argument is refused
-   before evaluation, and the refusal is audited);
-2. asks the PEP (audited); an ALLOW runs the tool, a DENY or REPAIR raises
-   :class:`~.tool_refused.ToolCallRefusedError`, which the agent hands to the model as
-   the tool's error result — the run goes on;
-3. on an ``explicit_approval`` obligation, writes an
-   :class:`~.approval_events.ApprovalRequiredEvent` to the stream and waits for the
-   :class:`~.approval_events.ApprovalResponseEvent` with the same digest; the PEP then
-   checks the record (genuine, fresh, unused, bound to the digest — and it is consumed).
+1. the guard judges the call (:meth:`~jevqueue.policy.Guard.judge`): allowed, refused, or
+   pending an approval;
+2. a refusal is raised as :class:`~.tool_refused.ToolCallRefusedError`, whose message is
+   the guard's; the agent hands it to the model as the tool's error result and the run
+   goes on;
+3. a pending call is answered by the inline ``approver=`` when one was given (the guard
+   asks it, plain or ``async``); otherwise it pauses the workflow LlamaIndex's way: an
+   :class:`~.approval_events.ApprovalRequiredEvent` carrying the core
+   :class:`~jevqueue.policy.ApprovalRequest` goes to the stream and the step waits for the
+   :class:`~.approval_events.ApprovalResponseEvent` with the same digest; the guard then
+   judges the records it carries (genuine, fresh, unused, bound to the digest);
+4. an allowed call runs through :meth:`~jevqueue.policy.Guard.arun` with the judged
+   arguments (path fields as the resolved absolute paths the digest covers), at most once
+   per call id.
 
 The wait follows LlamaIndex's ``ctx.wait_for_event``: the step is paused and, when the
 answer arrives (in this process or another one that resumed from ``ctx.to_dict()``),
-replayed from the top. The first evaluation leaves a marker in the workflow's store, so
-a replay does not evaluate (nor audit) again, and the tool body runs only once, after
-the approval. The tool runs with the judged copy of the arguments, path fields replaced
-by the resolved absolute paths the digest covers.
+replayed from the top. The first judgement leaves a marker in the workflow's store, so a
+replay does not judge (nor audit) again. An answer about another action never wakes the
+call — also just after ``Context.from_dict``, when LlamaIndex has not yet restored the
+waiter's filter: the call keeps waiting for its own answer.
 """
 
 from __future__ import annotations
 
-import copy
-import json
+import asyncio
+import hashlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
-from jevqueue.approvals import EXPLICIT_APPROVAL
-from jevqueue.errors import (
-    ConfigurationError,
-    InvalidApprovalError,
-    JevError,
-    PolicyDeniedError,
-    UnfulfilledObligationError,
-)
+from jevqueue.errors import ApprovalDeclinedError, ConfigurationError, ToolInterruptedError
 from jevqueue.plugins.llamaindex._framework import (
     BaseTool,
     FunctionTool,
@@ -51,209 +51,201 @@ from jevqueue.plugins.llamaindex.approval_events import (
 from jevqueue.plugins.llamaindex.tool_refused import ToolCallRefusedError
 from jevqueue.plugins.llamaindex.tool_spec import as_tool, check_context_annotation
 from jevqueue.policy import (
-    Action,
+    Approver,
     ExecutionContext,
+    Guard,
+    Judgement,
     ToolRegistry,
     ToolSpec,
-    Verdict,
-    VerdictKind,
-    registry_from_specs,
+    canonical_json,
+    refusal_message,
 )
 
-__all__ = ["CONTEXT_PARAMETER", "GovernedFunctionTool", "ToolPolicy", "governed_tools"]
+__all__ = [
+    "CONTEXT_PARAMETER",
+    "GovernedFunctionTool",
+    "ToolPolicy",
+    "current_call_id",
+    "governed_tools",
+]
 
 CONTEXT_PARAMETER = "_jevqueue_ctx"
 """The keyword under which an agent hands a governed tool the workflow ``Context``."""
 
+current_call_id: ContextVar[str | None] = ContextVar("jevqueue_llamaindex_call_id", default=None)
+"""The model's id of the call being run; the governed agents' ``call_tool`` step sets it."""
+
 _STORE_PREFIX = "jevqueue_approval_"
-
-
-def _reasons(verdict: Verdict | None) -> str:
-    if verdict is None or not verdict.reasons:
-        return "no reason given"
-    return "; ".join(verdict.reasons)
-
-
-def _needs_approval(verdict: Verdict) -> bool:
-    return (
-        verdict.kind is VerdictKind.ALLOW_WITH_OBLIGATIONS
-        and EXPLICIT_APPROVAL in verdict.obligations
-    )
+_PENDING_LIMIT = 1024
 
 
 class ToolPolicy:
-    """The fail-closed check shared by every tool :func:`governed_tools` wraps.
+    """The LlamaIndex side of one :class:`~jevqueue.policy.Guard`, shared by every tool
+    :func:`governed_tools` wraps: it judges through the guard and pauses the workflow's way.
 
     Args:
-        pep: The policy enforcement point (it audits every decision).
-        registry: The tools' declarations.
-        context: The execution context every call is judged in.
-        approval_timeout: Seconds a call waits for its approval (``None``: no limit).
+        guard: The guard (its ``approver``, when set, answers approvals inline).
+        approval_timeout: Seconds a paused call waits for its answer (``None``: no limit).
     """
 
-    def __init__(
-        self,
-        pep: Any,
-        registry: ToolRegistry,
-        context: ExecutionContext,
-        approval_timeout: float | None,
-    ) -> None:
-        self.pep = pep
-        self.registry = registry
-        self.context = context
+    def __init__(self, guard: Guard, approval_timeout: float | None = 2000.0) -> None:
+        self.guard = guard
         self.approval_timeout = approval_timeout
+        # Pending judgements of this process, so a decline is settled without judging again.
+        self._pending: OrderedDict[str, Judgement] = OrderedDict()
 
-    def _refused(
-        self, message: str, tool: str, action: Action | None = None, **extra: Any
-    ) -> ToolCallRefusedError:
-        return ToolCallRefusedError(
-            message, tool=tool, action_digest=action.digest if action is not None else None, **extra
-        )
+    # --- wrapping -----------------------------------------------------------------------
 
-    def action(self, tool: str, arguments: Mapping[str, Any]) -> Action:
-        """The canonical action of one call, or the refusal (audited) when it cannot be built."""
-        try:
-            return Action.build(self.registry, tool, copy.deepcopy(dict(arguments)), self.context)
-        except JevError as error:
-            audit = getattr(self.pep, "audit_rejection", None)
-            if callable(audit):
-                audit(tool, self.context, error)
-            raise self._refused(
-                f"Rejected before policy evaluation: {error}. The call to {tool} was not executed.",
-                tool,
-            ) from None
+    def wrap(
+        self, tools: Iterable[BaseTool | Callable[..., Any]], *, how: str = ""
+    ) -> list[GovernedFunctionTool]:
+        """One governed tool per tool; tools this policy already governs are kept.
 
-    def refusal(self, action: Action, verdict: Verdict) -> ToolCallRefusedError:
-        """The error for a verdict that does not let the call run."""
-        if verdict.kind is VerdictKind.REPAIR:
-            repaired = verdict.repaired or {}
-            return self._refused(
-                f"Not executed as proposed ({_reasons(verdict)}). The policy suggests calling "
-                f"{repaired.get('tool')} with "
-                f"{json.dumps(dict(repaired.get('arguments') or {}), sort_keys=True)} instead; "
-                "make that call if it still does what the user asked.",
-                action.tool,
-                action,
-                verdict=verdict,
-            )
-        if verdict.kind is VerdictKind.DENY:
-            return self._refused(
-                f"Denied by policy: {_reasons(verdict)}. The call to {action.tool} was not "
-                "executed; do not retry it unchanged.",
-                action.tool,
-                action,
-                verdict=verdict,
-            )
-        return self._refused(
-            f"Not executed: {action.tool} needs {list(verdict.obligations)} and it was not "
-            f"fulfilled ({_reasons(verdict)}). Action {action.digest}.",
-            action.tool,
-            action,
-            verdict=verdict,
-        )
-
-    def settle(self, action: Action, records: tuple[Any, ...]) -> Verdict:
-        """``enforce`` with the offered records; the refusal when the call may not run."""
-        try:
-            verdict = self.pep.enforce(action, records)
-        except (PolicyDeniedError, UnfulfilledObligationError) as error:
-            raise self.refusal(action, error.verdict) from None
-        if not verdict.allowed:
-            raise self.refusal(action, verdict)
-        return verdict
-
-    async def judge(self, tool: str, arguments: Mapping[str, Any], ctx: Any) -> Action:
-        """Judge one call; return its action when it may run, else raise the refusal.
-
-        Waits for an approval through ``ctx`` when the policy asks for one.
+        Raises:
+            ConfigurationError: a tool has no declaration, is governed by another policy,
+                or two tools share a name.
         """
-        action = self.action(tool, arguments)
-        key = _STORE_PREFIX + action.digest.removeprefix("sha256:")
-        pending = await ctx.store.get(key, default=None) if ctx is not None else None
-        if pending is None:
-            verdict = self.pep.evaluate(action)
-            if verdict.allowed:
-                return action
-            if not _needs_approval(verdict):
-                raise self.refusal(action, verdict)
-            if ctx is None:
-                raise self._refused(
-                    f"Not executed: {tool} needs an explicit approval of action "
-                    f"{action.digest}, and it was called outside a workflow, where no approval "
-                    "can be asked for. Run it through an agent (agent.run(...)).",
-                    tool,
-                    action,
-                    verdict=verdict,
-                    approval_requested=False,
-                )
-            # The first evaluation is audited once; the replays of this step read the marker.
-            pending = verdict.as_dict()
-            await ctx.store.set(key, pending)
-        answer = await ctx.wait_for_event(
-            ApprovalResponseEvent,
-            waiter_event=ApprovalRequiredEvent.for_action(action, pending),
-            waiter_id=key,
-            requirements={"action_digest": action.digest},
-            timeout=self.approval_timeout,
-        )
-        await ctx.store.set(key, None)
-        if answer.declined:
-            why = f": {answer.reason}" if answer.reason else ""
-            raise self._refused(
-                f"Not executed: {tool} needed an explicit approval and the approver declined "
-                f"it{why} (action {action.digest}). Do not retry it unchanged.",
-                tool,
-                action,
-                approval_requested=True,
+        wrapped: list[GovernedFunctionTool] = []
+        names: set[str] = set()
+        for tool in tools:
+            governed = self._governed(tool)
+            name = str(governed.metadata.name)
+            if name in names:
+                raise ConfigurationError(f"two tools are named {name!r}: agents dispatch by name")
+            names.add(name)
+            wrapped.append(governed)
+        self.guard.require_declared(names, how=how)
+        return wrapped
+
+    def wrap_retrieved(self, tools: Iterable[Any]) -> list[Any]:
+        """Tools a retriever returned, each governed; an undeclared one is refused per call
+        by the guard (and audited), since retrieval happens while the agent runs."""
+        return [self._governed(tool) for tool in tools]
+
+    def _governed(self, tool: BaseTool | Callable[..., Any]) -> GovernedFunctionTool:
+        tool = as_tool(tool)
+        if isinstance(tool, GovernedFunctionTool):
+            if tool.policy is self:
+                return tool
+            raise ConfigurationError(
+                f"tool {tool.metadata.name!r} is already governed: wrap the original tool once"
             )
+        check_context_annotation(tool)
+        return GovernedFunctionTool(tool, self)
+
+    # --- judging ------------------------------------------------------------------------
+
+    async def judge(self, tool: str, arguments: Mapping[str, Any], ctx: Any) -> Judgement:
+        """Judge one call; pause the workflow for an approval when one is needed.
+
+        With an inline approver, or outside a workflow (no ``ctx``), the guard asks the
+        approver (or refuses, saying how to add one). Raises only what LlamaIndex's wait
+        raises: its pause signal, and ``asyncio.TimeoutError`` after ``approval_timeout``.
+        """
+        call_id = current_call_id.get()
+        if self.guard.approver is not None or ctx is None:
+            return await self.guard.acheck(tool, arguments, call_id)
+        key = _waiter_key(tool, arguments, call_id)
+        if key is None:  # not canonical JSON: the guard refuses it before evaluation
+            return self.guard.judge(tool, arguments, call_id)
+        marker = await ctx.store.get(key, default=None)
+        if marker is None:
+            first = self.guard.judge(tool, arguments, call_id)
+            if not first.pending or first.request is None:
+                return first
+            event = ApprovalRequiredEvent.of(first.request)
+            marker = {"digest": first.request.action_digest, "event": _fields(event), "strays": 0}
+            self._remember(key, first)
+            await ctx.store.set(key, marker)
+        else:
+            event = ApprovalRequiredEvent(**marker["event"])
         try:
-            records = answer.approval_records()
-        except InvalidApprovalError as error:
-            raise self._refused(
-                f"Not executed: the approval answer could not be read ({error}).",
-                tool,
-                action,
-                approval_requested=True,
-            ) from None
-        self.settle(action, records)
-        return action
+            answer = await self._wait(ctx, key, marker, event)
+        except asyncio.TimeoutError:
+            # No answer in time: the agent reports the timeout as the tool's error; a later
+            # call is judged afresh.
+            self._pending.pop(key, None)
+            await ctx.store.set(key, None)
+            raise
+        await ctx.store.set(key, None)
+        return self._answered(key, tool, arguments, call_id, answer)
 
-    def judge_now(self, tool: str, arguments: Mapping[str, Any]) -> Action:
-        """Judge one call synchronously; a call that needs an approval is refused."""
-        action = self.action(tool, arguments)
-        verdict = self.pep.evaluate(action)
-        if verdict.allowed:
-            return action
-        if _needs_approval(verdict):
-            raise self._refused(
-                f"Not executed: {tool} needs an explicit approval of action {action.digest}; "
-                "a synchronous call cannot wait for one. Run it through an agent's workflow.",
-                tool,
-                action,
-                verdict=verdict,
+    def judge_now(self, tool: str, arguments: Mapping[str, Any]) -> Judgement:
+        """Judge one call synchronously, asking a plain inline approver if one was given."""
+        return self.guard.check(tool, arguments, current_call_id.get())
+
+    async def _wait(
+        self, ctx: Any, key: str, marker: dict[str, Any], event: ApprovalRequiredEvent
+    ) -> ApprovalResponseEvent:
+        digest = marker["digest"]
+        while True:
+            strays = int(marker.get("strays", 0))
+            answer = await ctx.wait_for_event(
+                ApprovalResponseEvent,
+                # The request is shown once; a wait renewed after a stray answer is silent.
+                waiter_event=event if strays == 0 else None,
+                waiter_id=key if strays == 0 else f"{key}_{strays}",
+                requirements={"action_digest": digest},
+                timeout=self.approval_timeout,
             )
-        raise self.refusal(action, verdict)
+            if answer.action_digest == digest:
+                return answer
+            # Only a context just restored with Context.from_dict lets this through: its
+            # waiters have lost their filter until the step runs again. Wait on, under a
+            # new waiter id (the woken one is spent), counted in the store for the replays.
+            marker = {**marker, "strays": strays + 1}
+            await ctx.store.set(key, marker)
+
+    def _answered(
+        self,
+        key: str,
+        tool: str,
+        arguments: Mapping[str, Any],
+        call_id: str | None,
+        answer: ApprovalResponseEvent,
+    ) -> Judgement:
+        pending = self._pending.pop(key, None)
+        records = answer.record_dicts()
+        if records:
+            # One judgement with the records: the PEP checks and consumes them.
+            return self.guard.judge(tool, arguments, call_id, records=records)
+        if pending is None:  # paused in another process: judge again to settle the answer
+            pending = self.guard.judge(tool, arguments, call_id)
+            if pending.refused or (pending.allowed and not answer.declined):
+                return pending
+        if answer.declined:
+            return self.guard.resume(
+                pending, ApprovalDeclinedError(answer.reason or "no reason given")
+            )
+        return self.guard.resume(pending, None)
+
+    def _remember(self, key: str, pending: Judgement) -> None:
+        self._pending[key] = pending
+        while len(self._pending) > _PENDING_LIMIT:
+            self._pending.popitem(last=False)
 
 
-def run_arguments(action: Action) -> dict[str, Any]:
-    """The arguments the tool runs with: the judged copy, path fields as resolved."""
-    arguments = copy.deepcopy(dict(action.arguments))
-    for field, target in zip(action.target_fields, action.targets, strict=True):
-        arguments[field] = target
-    if action.cwd is not None and action.spec is not None and action.spec.cwd_field:
-        arguments[action.spec.cwd_field] = action.cwd
-    return arguments
+def _waiter_key(tool: str, arguments: Mapping[str, Any], call_id: str | None) -> str | None:
+    try:
+        text = canonical_json({"tool": tool, "arguments": dict(arguments), "call": call_id})
+    except Exception:
+        return None
+    return _STORE_PREFIX + hashlib.sha256(text).hexdigest()[:32]
+
+
+def _fields(event: ApprovalRequiredEvent) -> dict[str, Any]:
+    return {name: getattr(event, name) for name in type(event).model_fields}
 
 
 class GovernedFunctionTool(FunctionTool):
-    """A tool whose every call the PEP judges before the wrapped tool runs.
+    """A tool whose every call the guard judges before the wrapped tool runs.
 
     Build them with :func:`governed_tools`. The metadata (name, description, schema,
     ``return_direct``) is the wrapped tool's, so the model sees the same tool.
 
     Attributes:
         original: The wrapped tool.
-        policy: The shared check.
+        policy: The shared :class:`ToolPolicy` (``policy.guard`` is the guard).
     """
 
     def __init__(self, original: BaseTool, policy: ToolPolicy) -> None:
@@ -269,26 +261,36 @@ class GovernedFunctionTool(FunctionTool):
         self.policy = policy
         self._async_original = adapt_to_async_tool(original)
 
+    @property
+    def _name(self) -> str:
+        return str(self.metadata.name)
+
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         ctx = kwargs.pop(CONTEXT_PARAMETER, None)
         if args:
-            raise self.policy._refused(
-                f"Rejected: {self.metadata.name} was called with positional arguments; a "
-                "governed tool takes keyword arguments only. It was not executed.",
-                str(self.metadata.name),
+            raise ToolCallRefusedError(
+                refusal_message(
+                    self._name, "a governed tool takes keyword arguments only, not positional"
+                ),
+                tool=self._name,
             )
         return ctx, kwargs
 
-    def _original_kwargs(self, action: Action, ctx: Any) -> dict[str, Any]:
-        arguments = run_arguments(action)
+    def _allowed(self, judgement: Judgement) -> Judgement:
+        if not judgement.allowed:
+            raise ToolCallRefusedError.of(judgement)
+        return judgement
+
+    def _with_context(self, arguments: dict[str, Any], ctx: Any) -> dict[str, Any]:
         original = self.original
         if isinstance(original, FunctionTool) and original.requires_context:
             if ctx is None:
-                raise self.policy._refused(
-                    f"{self.metadata.name} needs the workflow Context and was called outside "
-                    "a workflow; it was not executed.",
-                    str(self.metadata.name),
-                    action,
+                raise ToolCallRefusedError(
+                    refusal_message(
+                        self._name,
+                        "it needs the workflow Context and was called outside a workflow",
+                    ),
+                    tool=self._name,
                 )
             arguments[original.ctx_param_name] = ctx
         return arguments
@@ -296,17 +298,48 @@ class GovernedFunctionTool(FunctionTool):
     async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
         """Judge the call, wait for an approval if one is needed, then run the tool once."""
         ctx, arguments = self._split(args, dict(kwargs))
-        action = await self.policy.judge(str(self.metadata.name), arguments, ctx)
-        return await self._async_original.acall(**self._original_kwargs(action, ctx))
+        judgement = self._allowed(await self.policy.judge(self._name, arguments, ctx))
+
+        async def execute(judged: dict[str, Any]) -> ToolOutput:
+            return await self._async_original.acall(**self._with_context(judged, ctx))
+
+        try:
+            return await self.policy.guard.arun(judgement, execute)
+        except ToolInterruptedError as interrupted:
+            # The call's first run was cancelled midway (a run cancelled, then resumed
+            # from its context): it may have had its effect, so it does not run again.
+            raise ToolCallRefusedError(
+                str(interrupted),
+                tool=self._name,
+                action_digest=judgement.action_digest,
+                judgement=judgement,
+            ) from None
 
     def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
-        """The synchronous form; a call that needs an approval is refused."""
+        """The synchronous form: a call that needs an approval asks a plain inline
+        approver, and is refused without one (no workflow to pause)."""
         ctx, arguments = self._split(args, dict(kwargs))
-        action = self.policy.judge_now(str(self.metadata.name), arguments)
-        return self.original.call(**self._original_kwargs(action, ctx))
+        judgement = self._allowed(self.policy.judge_now(self._name, arguments))
+        return self.policy.guard.run(
+            judgement, lambda judged: self.original.call(**self._with_context(judged, ctx))
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> ToolOutput:
         return self.call(*args, **kwargs)
+
+
+def tool_policy(
+    *,
+    pep: Any,
+    specs: Iterable[ToolSpec] | ToolRegistry,
+    context: ExecutionContext | Mapping[str, Any],
+    approver: Approver | None = None,
+    approval_timeout: float | None = 2000.0,
+    owner: str = "governed_tools",
+) -> ToolPolicy:
+    """The :class:`ToolPolicy` over a new guard (the checks of :class:`~jevqueue.policy.Guard`)."""
+    guard = Guard(pep, specs=specs, context=context, approver=approver, owner=owner)
+    return ToolPolicy(guard, approval_timeout)
 
 
 def governed_tools(
@@ -315,16 +348,20 @@ def governed_tools(
     pep: Any,
     specs: Iterable[ToolSpec] | ToolRegistry = (),
     context: ExecutionContext | Mapping[str, Any],
+    approver: Approver | None = None,
     approval_timeout: float | None = 2000.0,
 ) -> list[FunctionTool]:
-    """Wrap tools so the PEP judges every call before the tool's body runs.
+    """Wrap tools so the guard judges every call before the tool's body runs.
 
     Args:
         tools: LlamaIndex tools (``FunctionTool``, ``QueryEngineTool`` ...) or functions.
         pep: The :class:`~jevqueue.PolicyEnforcementPoint`.
         specs: One declaration per tool (:func:`~.tool_spec.tool_spec` builds them).
         context: The execution context every call is judged in; validated now.
-        approval_timeout: Seconds a call waits for its :class:`ApprovalResponseEvent`
+        approver: Answers approvals inline (:class:`~jevqueue.policy.Approver`, plain or
+            ``async``). Without one, a call that needs an approval pauses the workflow with
+            an :class:`ApprovalRequiredEvent`.
+        approval_timeout: Seconds a paused call waits for its :class:`ApprovalResponseEvent`
             (LlamaIndex's default for ``wait_for_event``; ``None`` waits without limit).
 
     Returns:
@@ -332,38 +369,15 @@ def governed_tools(
 
     Raises:
         ConfigurationError: A tool has no declaration (declare it with ``tool_spec``), is
-            already governed, two tools share a name, or ``pep`` is not a PEP.
+            already governed, two tools share a name, ``pep`` is not a PEP, or ``approver``
+            is not callable.
         InvalidContextError: ``context`` is incomplete or ambient.
     """
-    if not callable(getattr(pep, "evaluate", None)) or not callable(getattr(pep, "enforce", None)):
-        raise ConfigurationError(
-            f"pep must be a jevqueue PolicyEnforcementPoint, not {type(pep).__name__}"
-        )
-    context = ExecutionContext.coerce(context)
-    registry = registry_from_specs(specs, owner="governed_tools")
-    policy = ToolPolicy(pep, registry, context, approval_timeout)
-    wrapped: list[FunctionTool] = []
-    names: set[str] = set()
-    missing: list[str] = []
-    for tool in tools:
-        tool = as_tool(tool)
-        if isinstance(tool, GovernedFunctionTool):
-            raise ConfigurationError(
-                f"tool {tool.metadata.name!r} is already governed: wrap the original tool once"
-            )
-        check_context_annotation(tool)
-        name = str(tool.metadata.name)
-        if name in names:
-            raise ConfigurationError(f"two tools are named {name!r}: agents dispatch by name")
-        names.add(name)
-        if name not in registry:
-            missing.append(name)
-            continue
-        wrapped.append(GovernedFunctionTool(tool, policy))
-    if missing:
-        raise ConfigurationError(
-            f"tools {missing} are not registered: declare each once with "
-            "tool_spec(tool, side_effects=..., path_fields=...) and pass specs=[...]; an "
-            "undeclared tool can never run"
-        )
-    return wrapped
+    policy = tool_policy(
+        pep=pep,
+        specs=specs,
+        context=context,
+        approver=approver,
+        approval_timeout=approval_timeout,
+    )
+    return list(policy.wrap(tools))

@@ -80,16 +80,21 @@ class ScriptedRequest:
         return None
 
 
-def scripted_tool_calls(*calls: tuple[str, Mapping[str, Any]], text: str = "") -> ChatMessage:
-    """An assistant message that calls each ``(name, arguments)`` once, with fresh ids."""
+def scripted_tool_calls(
+    *calls: tuple[str, Mapping[str, Any]], text: str = "", ids: Sequence[str] | None = None
+) -> ChatMessage:
+    """An assistant message that calls each ``(name, arguments)`` once, with fresh ids (or
+    the ``ids`` given, one per call)."""
+    if ids is not None and len(ids) != len(calls):
+        raise ValueError(f"{len(ids)} ids were given for {len(calls)} calls: give one per call")
     blocks: list[Any] = [TextBlock(text=text)] if text else []
     blocks += [
         ToolCallBlock(
-            tool_call_id=f"call_{uuid.uuid4().hex[:12]}",
+            tool_call_id=ids[index] if ids is not None else f"call_{uuid.uuid4().hex[:12]}",
             tool_name=name,
             tool_kwargs=dict(arguments),
         )
-        for name, arguments in calls
+        for index, (name, arguments) in enumerate(calls)
     ]
     return ChatMessage(role=MessageRole.ASSISTANT, blocks=blocks)
 

@@ -19,15 +19,19 @@ from typing import Any
 import pytest
 from jevqueue import ApprovalRecord
 from jevqueue.audit import verify_audit_log
-from jevqueue.errors import InvalidApprovalError
+from jevqueue.errors import ApprovalDeclinedError, ConfigurationError, InvalidApprovalError
 from jevqueue.plugins.llamaindex import (
     ApprovalRequiredEvent,
     ApprovalResponseEvent,
     GovernedFunctionAgent,
+    ToolCallRefusedError,
     governed_tools,
+    tool_spec,
 )
 from jevqueue.plugins.llamaindex.testing import ScriptedFunctionCallingLLM, scripted_tool_calls
-from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ToolCallResult
+from jevqueue.policy import ApprovalRequest, AuthorityApprover
+from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ToolCall, ToolCallResult
+from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 from llamaindex_kit import DELEGATE, Kit, fixed_governor, run
 
@@ -50,7 +54,9 @@ async def answer_with(
     async for event in handler.stream_events():
         if isinstance(event, ApprovalRequiredEvent):
             asked.append(event)
-            handler.ctx.send_event(answer(event))
+            reply = answer(event)
+            if reply is not None:
+                handler.ctx.send_event(reply)
         elif isinstance(event, ToolCallResult):
             results.append(event)
     return await handler, asked, results
@@ -122,7 +128,7 @@ def test_an_approval_for_another_action_authorises_nothing(kit: Kit) -> None:
     _, asked, results = run(lambda: answer_with(agent.run(user_msg="list"), forged))
     assert kit.runs == []
     assert results[0].tool_output.is_error
-    assert "not fulfilled" in results[0].tool_output.content
+    assert "approves another action" in results[0].tool_output.content
     assert [allowed for _, allowed in audited(kit, asked[0].action_digest)] == [False, False]
 
 
@@ -149,6 +155,39 @@ def test_an_answer_for_another_digest_does_not_wake_the_call(kit: Kit) -> None:
     assert kit.names_run() == ["run_command"]
 
 
+def test_an_answer_for_another_digest_does_not_wake_a_restored_call(kit: Kit) -> None:
+    """After Context.from_dict, LlamaIndex restores a waiter without its filter until the
+    step runs again: a stray answer sent first must not settle the call (it used to be
+    judged with the stray record and refused, and the right answer then woke nothing)."""
+    agent, llm = agent_for(kit, [scripted_tool_calls(("run_command", LS)), "Listed."])
+
+    async def go() -> tuple[str, str, list[ToolCallResult]]:
+        handler = agent.run(user_msg="list")
+        async for event in handler.stream_events():
+            if isinstance(event, ApprovalRequiredEvent):
+                data = json.loads(json.dumps(handler.ctx.to_dict()))
+                await handler.cancel_run()
+                break
+        resumed = agent.run(ctx=Context.from_dict(agent, data))
+        stray = kit.authority.issue("sha256:" + "1" * 64)
+        resumed.ctx.send_event(ApprovalResponseEvent.approve(stray))
+        resumed.ctx.send_event(
+            ApprovalResponseEvent.approve(kit.authority.issue(event.action_digest))
+        )
+        results = [e async for e in resumed.stream_events() if isinstance(e, ToolCallResult)]
+        return str(await resumed), event.action_digest, results
+
+    result, digest, results = run(go)
+    assert result == "Listed."
+    assert [r.tool_output.is_error for r in results] == [False], results
+    assert kit.names_run() == ["run_command"]
+    assert audited(kit, digest) == [
+        ("ALLOW_WITH_OBLIGATIONS", False),
+        ("ALLOW_WITH_OBLIGATIONS", True),
+    ]
+    llm.assert_complete()
+
+
 def test_an_approval_is_single_use(kit: Kit) -> None:
     records: list[ApprovalRecord] = []
 
@@ -168,6 +207,7 @@ def test_an_approval_is_single_use(kit: Kit) -> None:
     _, asked, results = run(lambda: answer_with(agent.run(user_msg="list twice"), once))
     assert len(asked) == 2 and asked[0].action_digest == asked[1].action_digest
     assert [r.tool_output.is_error for r in results] == [False, True]
+    assert "already used" in results[1].tool_output.content
     assert kit.names_run() == ["run_command"]
 
 
@@ -176,6 +216,26 @@ def test_approve_reads_only_approval_records() -> None:
         ApprovalResponseEvent.approve("yes")  # type: ignore[arg-type]
     with pytest.raises(InvalidApprovalError):
         ApprovalResponseEvent.approve({"action_digest": "sha256:nothex"})
+
+
+def test_answer_needs_the_request_of_this_process(kit: Kit) -> None:
+    agent, _ = agent_for(kit, [scripted_tool_calls(("run_command", LS))])
+
+    async def pause() -> ApprovalRequiredEvent:
+        handler = agent.run(user_msg="list")
+        async for event in handler.stream_events():
+            if isinstance(event, ApprovalRequiredEvent):
+                await handler.cancel_run()
+                return event
+        raise AssertionError("no approval was asked for")
+
+    event = run(pause)
+    restored = ApprovalRequiredEvent.model_validate(json.loads(event.model_dump_json()))
+    assert restored.approval_request is None and restored.request == event.request
+    with pytest.raises(ConfigurationError, match="deserialized"):
+        ApprovalResponseEvent.answer(restored, AuthorityApprover(kit.authority))
+    answered = ApprovalResponseEvent.answer(event, AuthorityApprover(kit.authority))
+    assert answered.action_digest == event.action_digest and not answered.declined
 
 
 def test_pause_serialize_and_resume_in_another_process(tmp_path: Path) -> None:
@@ -293,3 +353,187 @@ def test_approvals_inside_an_agent_workflow_with_streaming(kit: Kit) -> None:
     assert len(asked) == 1 and not results[0].tool_output.is_error
     assert kit.names_run() == ["run_command"]
     assert len(audited(kit, asked[0].action_digest)) == 2
+
+
+def test_the_pause_carries_the_core_request_and_one_approver_answers_it(kit: Kit) -> None:
+    approver = AuthorityApprover(kit.authority)
+    agent, llm = agent_for(kit, [scripted_tool_calls(("run_command", LS)), "Listed."])
+    result, asked, _ = run(
+        lambda: answer_with(
+            agent.run(user_msg="list"),
+            lambda event: ApprovalResponseEvent.answer(event, approver),
+        )
+    )
+    assert str(result) == "Listed."
+    (event,) = asked
+    (request,) = approver.requests
+    assert type(request) is ApprovalRequest and event.approval_request is request
+    assert event.request == request.to_dict()
+    assert request.action_digest == event.action_digest
+    assert dict(request.arguments) == LS and request.context == kit.context
+    assert kit.names_run() == ["run_command"]
+    llm.assert_complete()
+
+
+def test_a_decline_with_a_reason_reaches_the_model_in_the_guards_words(kit: Kit) -> None:
+    def approver(request: ApprovalRequest) -> None:
+        raise ApprovalDeclinedError("no shell before the release")
+
+    agent, _ = agent_for(kit, [scripted_tool_calls(("run_command", LS)), "Understood."])
+    _, _, results = run(
+        lambda: answer_with(
+            agent.run(user_msg="list"),
+            lambda event: ApprovalResponseEvent.answer(event, approver),
+        )
+    )
+    output = results[0].tool_output
+    assert output.is_error and kit.runs == []
+    assert output.content == (
+        "jevqueue denied the call to 'run_command': the approver declined: no shell before "
+        "the release; the call was not run"
+    )
+
+
+@pytest.mark.parametrize("flavour", ["plain", "async"])
+def test_an_inline_approver_answers_without_pausing_the_run(kit: Kit, flavour: str) -> None:
+    shown: list[ApprovalRequest] = []
+
+    def plain(request: ApprovalRequest) -> ApprovalRecord:
+        shown.append(request)
+        return kit.authority.issue(request.action_digest)
+
+    async def asynchronous(request: ApprovalRequest) -> ApprovalRecord:
+        return plain(request)
+
+    llm = ScriptedFunctionCallingLLM(steps=[scripted_tool_calls(("run_command", LS)), "Listed."])
+    agent = GovernedFunctionAgent(
+        llm=llm,
+        governor=fixed_governor(DELEGATE),
+        tools=kit.tools,
+        pep=kit.pep,
+        specs=kit.specs(),
+        context=kit.context,
+        approver=plain if flavour == "plain" else asynchronous,
+        streaming=False,
+    )
+    result, asked, results = run(
+        lambda: answer_with(agent.run(user_msg="list"), lambda event: None)
+    )
+    assert str(result) == "Listed." and asked == []
+    assert [r.tool_output.is_error for r in results] == [False]
+    assert [type(r) for r in shown] == [ApprovalRequest]
+    assert kit.runs == [("run_command", {"command": "ls", "cwd": str(kit.workspace.resolve())})]
+
+
+def test_an_inline_approver_that_fails_is_reported_with_its_own_error(kit: Kit) -> None:
+    def approver(request: ApprovalRequest) -> Any:
+        return True  # a bare "yes" cannot be verified
+
+    (shell,) = [
+        t
+        for t in governed_tools(
+            kit.tools, pep=kit.pep, specs=kit.specs(), context=kit.context, approver=approver
+        )
+        if t.metadata.name == "run_command"
+    ]
+    with pytest.raises(ToolCallRefusedError, match=r"the approver failed \(ApproverAnswerError"):
+        shell.call(command="ls", cwd=".")
+    assert kit.runs == []
+
+
+def test_an_unanswered_approval_times_out_and_nothing_runs(kit: Kit) -> None:
+    llm = ScriptedFunctionCallingLLM(
+        steps=[
+            scripted_tool_calls(("run_command", LS)),
+            scripted_tool_calls(("run_command", LS)),
+            "Nobody answered.",
+        ]
+    )
+    tools = governed_tools(
+        kit.tools, pep=kit.pep, specs=kit.specs(), context=kit.context, approval_timeout=0.2
+    )
+    agent = FunctionAgent(llm=llm, tools=tools, streaming=False)
+    result, asked, results = run(
+        lambda: answer_with(agent.run(user_msg="list"), lambda event: None)
+    )
+    assert str(result) == "Nobody answered."
+    assert kit.runs == []
+    assert [r.tool_output.is_error for r in results] == [True, True]
+    assert all("Timed out" in r.tool_output.content for r in results)
+    # The second, identical call was judged afresh (and asked again), not left waiting on
+    # the first call's marker.
+    assert len(asked) == 2
+    assert [allowed for _, allowed in audited(kit, asked[0].action_digest)] == [False, False]
+
+
+def test_a_call_cancelled_while_it_ran_is_not_run_again_on_resume(kit: Kit) -> None:
+    """A step still running when the context is serialized is run again on resume: the
+    guard knows the call id began once, so the tool does not run a second time."""
+    ran: list[str] = []
+
+    async def slow_weather(city: str) -> str:
+        """Current weather forecast for a city, slowly."""
+        ran.append(city)
+        await asyncio.sleep(0.5)
+        return "Sunny"
+
+    tool = FunctionTool.from_defaults(async_fn=slow_weather)
+    llm = ScriptedFunctionCallingLLM(
+        steps=[scripted_tool_calls(("slow_weather", {"city": "Oslo"}), ids=["call-1"]), "Done."]
+    )
+    agent = GovernedFunctionAgent(
+        llm=llm,
+        governor=fixed_governor({"slow_weather": 0.4}),
+        tools=[tool],
+        pep=kit.pep,
+        specs=[tool_spec(tool, side_effects={"network"})],
+        context=kit.context,
+        streaming=False,
+    )
+
+    async def go() -> tuple[str, list[ToolCallResult]]:
+        handler = agent.run(user_msg="weather in Oslo")
+        async for event in handler.stream_events():
+            if isinstance(event, ToolCall):
+                while not ran:
+                    await asyncio.sleep(0.01)
+                data = json.loads(json.dumps(handler.ctx.to_dict()))
+                assert data["workers"]["call_tool"]["in_progress"], "the tool step had ended"
+                await handler.cancel_run()
+                break
+        resumed = agent.run(ctx=Context.from_dict(agent, data))
+        results = [e async for e in resumed.stream_events() if isinstance(e, ToolCallResult)]
+        return str(await asyncio.wait_for(resumed, 30)), results
+
+    result, results = run(go)
+    assert result == "Done."
+    assert ran == ["Oslo"], "the interrupted call ran again on resume"
+    assert results and all(r.tool_output.is_error for r in results)
+    assert "interrupted" in results[0].tool_output.content
+    llm.assert_complete()
+
+
+def test_a_decline_reaches_the_model_after_a_restore_into_a_fresh_agent(kit: Kit) -> None:
+    """Restored into another agent (as in another process), whose guard never saw the
+    pause: the decline is still the guard's refusal, and nothing runs."""
+    first, _ = agent_for(kit, [scripted_tool_calls(("run_command", LS))])
+    second, llm = agent_for(kit, ["Understood."])
+
+    async def go() -> list[ToolCallResult]:
+        handler = first.run(user_msg="list")
+        async for event in handler.stream_events():
+            if isinstance(event, ApprovalRequiredEvent):
+                data = json.loads(json.dumps(handler.ctx.to_dict()))
+                await handler.cancel_run()
+                break
+        resumed = second.run(ctx=Context.from_dict(second, data))
+        resumed.ctx.send_event(ApprovalResponseEvent.decline(event.action_digest, "not today"))
+        results = [e async for e in resumed.stream_events() if isinstance(e, ToolCallResult)]
+        await resumed
+        return results
+
+    (result,) = run(go)
+    assert kit.runs == []
+    assert result.tool_output.is_error
+    assert "the approver declined: not today" in result.tool_output.content
+    llm.assert_complete()

@@ -65,5 +65,5 @@ def test_react_steps_are_passthroughs_and_the_calls_are_judged(kit: Kit) -> None
     # The calls parsed from the text were judged: the denied one never ran.
     assert kit.runs == [("get_weather", {"city": "Oslo"})]
     assert results[0].tool_output.is_error
-    assert "Denied by policy" in results[0].tool_output.content
+    assert "jevqueue denied the call to 'read_file'" in results[0].tool_output.content
     assert kit.results() == ["DENY", "ALLOW"]

@@ -16,6 +16,7 @@ import jevqueue.plugins.llamaindex as plugin
 
 def test_public_names_are_pinned() -> None:
     assert sorted(plugin.__all__) == [
+        "ApprovalRequest",
         "ApprovalRequiredEvent",
         "ApprovalResponseEvent",
         "CONTEXT_PARAMETER",
@@ -23,6 +24,7 @@ def test_public_names_are_pinned() -> None:
         "GovernedFunctionCallingLLM",
         "GovernedFunctionTool",
         "GovernedReActAgent",
+        "GovernedToolRetriever",
         "REACT_NOTE",
         "ToolCallRefusedError",
         "governed_tools",
@@ -31,6 +33,9 @@ def test_public_names_are_pinned() -> None:
     ]
     for name in plugin.__all__:
         assert getattr(plugin, name) is not None
+    from jevqueue.policy import ApprovalRequest
+
+    assert plugin.ApprovalRequest is ApprovalRequest, "one approval request in every plugin"
 
 
 def test_the_docstring_names_what_cannot_be_forced() -> None:
@@ -47,6 +52,21 @@ def test_the_docstring_names_what_cannot_be_forced() -> None:
         "AgentRunner",
         "take_step",
         "ProviderDisobeyedError",
+    ):
+        assert needle in doc, needle
+
+
+def test_the_docstring_names_the_routes_around_the_guard() -> None:
+    doc = plugin.__doc__ or ""
+    for needle in (
+        "Routes around the guard",
+        "ConfigurationError",
+        "agent.tools = ...",
+        "tool_retriever=",
+        "AgentWorkflow",
+        "CodeActAgent",
+        "approver=",
+        "ApprovalDeclinedError",
     ):
         assert needle in doc, needle
 

@@ -15,7 +15,9 @@ from jevqueue.plugins.llamaindex import (
     tool_spec,
 )
 from jevqueue.plugins.llamaindex.testing import ScriptedFunctionCallingLLM, scripted_tool_calls
+from llama_index.core import SummaryIndex
 from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
+from llama_index.core.objects import ObjectIndex
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
 from llamaindex_kit import DELEGATE, Kit, fixed_governor, run
@@ -40,12 +42,15 @@ def test_a_denied_call_reaches_the_model_as_a_tool_error_and_the_run_goes_on(kit
     assert kit.runs == [], "a denied call executed"
     (outcome,) = results
     assert outcome.tool_output.is_error
-    assert "Denied by policy" in outcome.tool_output.content
+    assert "jevqueue denied the call to 'read_file'" in outcome.tool_output.content
     assert isinstance(outcome.tool_output.exception, ToolCallRefusedError)
     assert outcome.tool_output.exception.action_digest is not None
     # The model's next request carries the denial as the tool's result.
     tool_message = llm.requests[1].messages[-1]
-    assert tool_message.role.value == "tool" and "Denied by policy" in tool_message.content
+    assert (
+        tool_message.role.value == "tool"
+        and "jevqueue denied the call to 'read_file'" in tool_message.content
+    )
     assert kit.results() == ["DENY"]
 
 
@@ -68,7 +73,7 @@ def test_bad_arguments_are_refused_before_evaluation_and_audited(kit: Kit) -> No
     agent = FunctionAgent(llm=llm, tools=governed(kit), streaming=False)
     _, results = run(lambda: results_of(agent.run(user_msg="weather?")))
     assert kit.runs == []
-    assert "Rejected before policy evaluation" in results[0].tool_output.content
+    assert "refused before evaluation" in results[0].tool_output.content
     assert kit.results() == ["DENY"]
 
 
@@ -76,7 +81,9 @@ def test_a_batch_runs_each_allowed_call_once_and_refuses_the_rest(kit: Kit) -> N
     llm = ScriptedFunctionCallingLLM(
         steps=[
             scripted_tool_calls(
-                ("get_weather", {"city": "Oslo"}), ("delete_file", {"path": "../outside.txt"})
+                ("get_weather", {"city": "Oslo"}),
+                ("delete_file", {"path": "../outside.txt"}),
+                ids=["call-weather", "call-delete"],
             ),
             "Done.",
         ]
@@ -96,6 +103,13 @@ def test_a_batch_runs_each_allowed_call_once_and_refuses_the_rest(kit: Kit) -> N
     assert not by_name["get_weather"].is_error
     assert by_name["delete_file"].is_error
     assert sorted(kit.results()) == ["ALLOW", "DENY"]
+    # The agent's call_tool step hands the guard the model's call ids (a call runs at most
+    # once per id, even when LlamaIndex runs its step again).
+    assert agent.guard is not None
+    assert sorted((j.call_id, j.kind.value) for j in agent.guard.judgements) == [
+        ("call-delete", "refused"),
+        ("call-weather", "allowed"),
+    ]
 
 
 def test_unregistered_tools_are_refused_when_wrapped(kit: Kit) -> None:
@@ -157,7 +171,9 @@ def test_synchronous_calls_are_judged_and_cannot_wait_for_an_approval(kit: Kit) 
     assert by_name["get_weather"].call(city="Oslo").content == "Sunny in Oslo, 21 C"
     with pytest.raises(ToolCallRefusedError, match="approval"):
         by_name["run_command"].call(command="ls", cwd=".")
-    with pytest.raises(ToolCallRefusedError, match="Denied"):
+    with pytest.raises(
+        ToolCallRefusedError, match=r"denied the call to 'read_file': path resolves outside"
+    ):
         by_name["read_file"].call(path="/etc/passwd")
     with pytest.raises(ToolCallRefusedError, match="approval"):
         run(by_name["run_command"].acall(command="ls", cwd="."))
@@ -206,3 +222,88 @@ def test_a_context_annotation_llamaindex_cannot_see_is_refused(kit: Kit) -> None
     spec = tool_spec(kit.tools[0], side_effects={"network"})
     with pytest.raises(ConfigurationError, match="will not inject"):
         governed_tools([tool], pep=kit.pep, specs=[spec], context=kit.context)
+
+
+def retriever_of(*tools: FunctionTool) -> Any:
+    """A real LlamaIndex tool retriever (an ObjectIndex over a SummaryIndex: no embeddings)."""
+    return ObjectIndex.from_objects(list(tools), index_cls=SummaryIndex).as_retriever()
+
+
+def test_retrieved_tools_are_judged_like_any_other(kit: Kit) -> None:
+    by_name = {t.metadata.name: t for t in kit.tools}
+    llm = ScriptedFunctionCallingLLM(
+        steps=[scripted_tool_calls(("read_file", {"path": "/etc/passwd"})), "I cannot read it."]
+    )
+    agent = GovernedFunctionAgent(
+        llm=llm,
+        governor=fixed_governor({"read_file": 0.4}),
+        tool_retriever=retriever_of(by_name["read_file"]),
+        pep=kit.pep,
+        specs=kit.specs(),
+        context=kit.context,
+        streaming=False,
+    )
+    _, results = run(lambda: results_of(agent.run(user_msg="Show me /etc/passwd")))
+    assert kit.runs == [], "a retrieved tool ran around the guard"
+    assert "jevqueue denied the call to 'read_file'" in results[0].tool_output.content
+    assert kit.results() == ["DENY"]
+
+
+def test_a_retrieved_tool_without_a_declaration_is_refused_per_call_and_audited(kit: Kit) -> None:
+    ran: list[str] = []
+
+    def send_money(city: str) -> str:
+        """Send money to a city's treasury."""
+        ran.append(city)
+        return "sent"
+
+    llm = ScriptedFunctionCallingLLM(
+        steps=[scripted_tool_calls(("send_money", {"city": "Oslo"})), "Not sent."]
+    )
+    agent = GovernedFunctionAgent(
+        llm=llm,
+        governor=fixed_governor({"send_money": 0.4}),
+        tool_retriever=retriever_of(FunctionTool.from_defaults(send_money)),
+        pep=kit.pep,
+        specs=kit.specs(),
+        context=kit.context,
+        streaming=False,
+    )
+    _, results = run(lambda: results_of(agent.run(user_msg="send money to Oslo")))
+    assert ran == []
+    assert "refused before evaluation" in results[0].tool_output.content
+    assert kit.results() == ["DENY"]
+
+
+def test_tools_assigned_after_the_build_are_governed_too(kit: Kit) -> None:
+    agent = GovernedFunctionAgent(
+        llm=ScriptedFunctionCallingLLM(steps=[]),
+        governor=fixed_governor(DELEGATE),
+        tools=kit.tools[:1],
+        pep=kit.pep,
+        specs=kit.specs(),
+        context=kit.context,
+    )
+    agent.tools = [*agent.tools, kit.tools[2]]  # read_file, declared
+    assert all(isinstance(t, GovernedFunctionTool) for t in agent.tools)
+    assert agent.tools[0].policy is agent.tools[1].policy
+    assert agent.guard is agent.tools[0].policy.guard
+    with pytest.raises(ToolCallRefusedError):
+        agent.tools[1].call(path="/etc/passwd")
+
+    def undeclared(city: str) -> str:
+        """Not declared."""
+        return city
+
+    with pytest.raises(ConfigurationError, match="no policy declaration"):
+        agent.tools = [undeclared]
+    with pytest.raises(ConfigurationError, match="no policy declaration"):
+        GovernedFunctionAgent(
+            llm=ScriptedFunctionCallingLLM(steps=[]),
+            governor=fixed_governor(DELEGATE),
+            tools=[undeclared],
+            pep=kit.pep,
+            specs=kit.specs(),
+            context=kit.context,
+        )
+    assert kit.runs == []
