@@ -2,11 +2,12 @@
 
 The proxy is an MCP server to the client and an MCP client to the real (upstream)
 server. It relays ``initialize``, ``tools/list``, resources, prompts and completions as
-the upstream answers them, and puts the PEP in front of every ``tools/call``: a call runs
-upstream only when the policy allows it, with the arguments the policy judged (path
-fields as the resolved absolute paths it checked); otherwise the client gets a
-``CallToolResult`` with ``isError`` true saying why, and the upstream never sees the call.
-Every decision lands in the audit log.
+the upstream answers them, and puts one :class:`jevqueue.policy.Guard` in front of every
+``tools/call``: a call runs upstream only when the guard allows it, with exactly the
+arguments it judged (``Judgement.run_arguments()``: path fields as the resolved absolute
+paths the policy checked), and at most once per request id of a client session; otherwise
+the client gets a ``CallToolResult`` with ``isError`` true carrying the guard's message,
+and the upstream never sees the call. Every decision lands in the audit log.
 
 * **Unknown tools fail closed.** Each tool's policy facts come from a tools file
   (``--tools``; ``--describe`` prints a starting point). A tool without a declaration is
@@ -14,13 +15,30 @@ Every decision lands in the audit log.
   refused if called anyway (a client may call a name it cached or made up). Upstream
   annotations are untrusted: a tool the upstream marks ``destructiveHint`` while the
   tools file declares no writing effect is refused; ``readOnlyHint`` loosens nothing.
-* **Approvals.** An ``explicit_approval`` obligation becomes a question to the client's
-  user: an elicitation on ``mcp`` 1.x (and on 2.x sessions that negotiated a handshake
-  protocol), an ``InputRequiredResult`` on protocol 2026-07-28. It shows the canonical
-  action and its digest; a "yes" is signed by the proxy's authority for exactly that
-  digest and checked by the PEP (single use). A client without elicitation gets a denial
-  that says what to configure; signed records from ``jevqueue approve`` are accepted for
-  unattended use (``--approvals-dir``, or ``_meta["jevqueue/approval_records"]``).
+* **Approvals.** An ``explicit_approval`` obligation becomes the core
+  :class:`~jevqueue.policy.ApprovalRequest`. Signed records from ``jevqueue approve`` are
+  accepted for unattended use (``--approvals-dir``, or
+  ``_meta["jevqueue/approval_records"]`` on the call). An embedding may pass
+  ``PolicyProxyServer(approver=...)`` (any :class:`~jevqueue.policy.Approver`; it declines
+  by raising :class:`~jevqueue.errors.ApprovalDeclinedError`). Otherwise the request is a
+  question to the client's user: an elicitation on ``mcp`` 1.x (and on 2.x sessions that
+  negotiated a handshake protocol), an ``InputRequiredResult`` pause on protocol
+  2026-07-28. It shows ``ApprovalRequest.describe()``; a "yes" is signed by the proxy's
+  authority for exactly that digest and checked by the PEP (single use). A client without
+  elicitation gets a denial that says what to configure.
+
+Routes around the guard, and what happens to each:
+
+* **An undeclared upstream tool** is judged: hidden from ``tools/list`` and, when called
+  anyway, refused by the guard before evaluation (audited).
+* **Tools the upstream lists after the session starts** (``notifications/tools/list_changed``)
+  are judged: the listing is read again before the next call, a new undeclared tool is
+  refused like any other, and a declared tool newly marked destructive is refused.
+* **Not judged** (relayed as the upstream answers): ``resources/read``, ``prompts/get``
+  and ``completion/complete``. A server whose resource reads or prompts have effects runs
+  them unjudged; declare such effects as tools, or leave the server's resources and
+  prompts out of the deployment. Nothing here is refused when the proxy is built: an
+  upstream is only known once it runs.
 
 What an MCP proxy cannot do, plainly:
 
@@ -41,7 +59,7 @@ What an MCP proxy cannot do, plainly:
 from __future__ import annotations
 
 from jevqueue.plugins.mcp import _framework  # noqa: F401  (raises the install line early)
-from jevqueue.plugins.mcp.approval_request import PendingApprovals
+from jevqueue.plugins.mcp.approval_request import ApprovalRequest, PendingApprovals
 from jevqueue.plugins.mcp.call_judge import APPROVALS_META_KEY, CallJudge, Judgement
 from jevqueue.plugins.mcp.proxy_server import (
     PolicyProxyServer,
@@ -53,6 +71,7 @@ from jevqueue.plugins.mcp.upstream import Upstream
 
 __all__ = [
     "APPROVALS_META_KEY",
+    "ApprovalRequest",
     "CallJudge",
     "Judgement",
     "PendingApprovals",

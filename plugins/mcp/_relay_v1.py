@@ -4,12 +4,15 @@ Handlers are registered per request type in ``Server.request_handlers`` (not thr
 ``@call_tool()`` decorator, which would validate and cache on the proxy's behalf): each
 forwards the client's request to the upstream session as it came and returns the
 upstream's result unchanged, except ``tools/list`` (undeclared tools are left out) and
-``tools/call`` (judged first). Approvals are asked with ``session.elicit(...)``.
+``tools/call`` (judged by the guard first, and forwarded with the judged arguments once per
+request id). Approvals are asked with ``session.elicit(...)``, showing the core
+``ApprovalRequest``.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,12 +22,12 @@ from jevqueue.plugins.mcp.approval_request import (
     approval_message,
     approval_schema,
 )
-from jevqueue.plugins.mcp.call_judge import Judgement
-from jevqueue.plugins.mcp.no_elicitation import no_authority_message, no_elicitation_message
 
 if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.plugins.mcp.call_judge import CallJudge
     from jevqueue.plugins.mcp.proxy_server import PolicyProxyServer
     from jevqueue.plugins.mcp.upstream import UpstreamConnection
+    from jevqueue.policy import ApprovalRequest
 
 __all__ = ["NotificationRelay", "all_tools", "serve"]
 
@@ -49,13 +52,19 @@ _FORWARDED: dict[str, tuple[tuple[type, type], ...]] = {
 
 class NotificationRelay:
     """Passes the upstream's notifications (list changes, resource updates, log messages)
-    on to the client, once the client's session is known."""
+    on to the client, once the client's session is known; a changed tool list is read
+    again before the next call is judged."""
 
-    def __init__(self) -> None:
+    def __init__(self, judge: CallJudge | None = None) -> None:
         self.session: Any = None
+        self.judge = judge
 
     async def __call__(self, message: Any) -> None:
-        if not isinstance(message, types.ServerNotification) or self.session is None:
+        if not isinstance(message, types.ServerNotification):
+            return
+        if self.judge is not None and isinstance(message.root, types.ToolListChangedNotification):
+            self.judge.stale = True
+        if self.session is None:
             return
         try:
             await self.session.send_notification(message)
@@ -111,6 +120,7 @@ async def serve(
     info = connection.initialize_result
     server: Any = Server(info.serverInfo.name)
     judge = proxy.judge
+    session_tag = secrets.token_hex(4)  # call ids are the client's request ids, per session
 
     def remember_client() -> Any:
         context = server.request_context
@@ -128,58 +138,57 @@ async def serve(
     async def list_tools(request: types.ListToolsRequest) -> types.ServerResult:
         remember_client()
         result = await upstream.send_request(_outgoing(request), types.ListToolsResult)
+        judge.stale = False
         judge.learn_tools(
             tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools
         )
         result.tools = [tool for tool in result.tools if judge.listed(tool.name)]
         return types.ServerResult(result)
 
-    async def ask(judgement: Judgement) -> Judgement:
-        context = remember_client()
-        action = judgement.action
-        assert action is not None
+    def asker(context: Any) -> Callable[[ApprovalRequest], Any] | None:
         params = context.session.client_params
         capabilities = params.capabilities if params is not None else None
         if capabilities is None or capabilities.elicitation is None:
-            return Judgement("deny", judgement.tool, no_elicitation_message(action))
-        if proxy.authority is None:
-            return Judgement("deny", judgement.tool, no_authority_message(action))
-        try:
+            return None
+
+        async def ask_user(request: ApprovalRequest) -> bool:
             answer = await context.session.elicit(
-                approval_message(action, judgement.reasons),
-                approval_schema(action),
+                approval_message(request),
+                approval_schema(request),
                 related_request_id=context.request_id,
             )
-        except Exception as error:
-            return Judgement(
-                "deny",
-                judgement.tool,
-                f"Not run: the approval question for {action.digest} failed "
-                f"({type(error).__name__}); nothing was approved.",
-            )
-        if not answer_approves(answer.action, answer.content):
-            return Judgement(
-                "deny",
-                judgement.tool,
-                f"Not run: the user did not approve {judgement.tool} ({action.digest}).",
-            )
-        return judge.approved(action, proxy.authority.issue(action.digest))
+            return answer_approves(answer.action, answer.content)
+
+        return ask_user
 
     async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
-        remember_client()
+        context = remember_client()
+        if judge.stale:  # the upstream changed its tools: read them before judging
+            judge.stale = False
+            judge.learn_tools(await all_tools(upstream))
         params = request.params
         meta = params.meta.model_dump(by_alias=True) if params.meta is not None else None
-        judgement = judge.judge(params.name, params.arguments, meta)
-        if judgement.outcome == "approve":
-            judgement = await ask(judgement)
-        if judgement.outcome != "run":
-            return types.ServerResult(_error_result(judgement.message))
-        forwarded = types.CallToolRequest(
-            method="tools/call",
-            params=types.CallToolRequestParams(name=params.name, arguments=judgement.arguments),
+        judgement = await judge.check(
+            params.name,
+            params.arguments,
+            f"{session_tag}/{context.request_id}",
+            meta,
+            ask_user=asker(context),
         )
-        result = await upstream.send_request(types.ClientRequest(forwarded), types.CallToolResult)
-        return types.ServerResult(result)
+        if not judgement.allowed:
+            return types.ServerResult(_error_result(judgement.message))
+
+        async def forward_call(arguments: dict[str, Any]) -> types.CallToolResult:
+            forwarded = types.CallToolRequest(
+                method="tools/call",
+                params=types.CallToolRequestParams(name=judgement.tool, arguments=arguments),
+            )
+            result: types.CallToolResult = await upstream.send_request(
+                types.ClientRequest(forwarded), types.CallToolResult
+            )
+            return result
+
+        return types.ServerResult(await judge.guard.arun(judgement, forward_call))
 
     capabilities = _capabilities(info.capabilities)
     if capabilities.tools is not None:

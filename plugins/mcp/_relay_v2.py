@@ -5,32 +5,36 @@ the upstream's result unchanged, except ``tools/list`` (undeclared tools are lef
 and ``tools/call`` (judged first). Handlers are registered only for what the upstream
 offers, so the capabilities the proxy announces are the upstream's.
 
-Approvals follow the era the client negotiated. On a handshake protocol (2025-11-25 and
-older) the proxy asks with ``ctx.session.elicit_form(...)``, as on 1.x. On 2026-07-28
-there is no server-to-client request channel: the proxy returns an
-``InputRequiredResult`` carrying the elicitation, and the client answers on its retry
-with ``input_responses`` and the echoed ``request_state`` — a random token the proxy
-keeps server-side, single use, bound to the action digest.
+Approvals follow the era the client negotiated; both show the core ``ApprovalRequest``.
+On a handshake protocol (2025-11-25 and older) the proxy asks with
+``ctx.session.elicit_form(...)``, as on 1.x. On 2026-07-28 there is no server-to-client
+request channel: the proxy pauses the call with an ``InputRequiredResult`` carrying the
+elicitation (and ``ApprovalRequest.to_dict()`` in the result's ``_meta``), and the client answers
+on its retry with ``input_responses`` and the echoed ``request_state`` — a random token
+the proxy keeps server-side, single use, bound to the action digest. An embedding that
+passes ``approver=`` is asked in place on either era.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from jevqueue.plugins.mcp._framework import Server, types
 from jevqueue.plugins.mcp.approval_request import (
+    REQUEST_META_KEY,
     answer_approves,
     approval_message,
     approval_schema,
 )
-from jevqueue.plugins.mcp.call_judge import Judgement
-from jevqueue.plugins.mcp.no_elicitation import no_authority_message, no_elicitation_message
 
 if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.plugins.mcp.call_judge import CallJudge
     from jevqueue.plugins.mcp.proxy_server import PolicyProxyServer
     from jevqueue.plugins.mcp.upstream import UpstreamConnection
+    from jevqueue.policy import ApprovalRequest, Judgement
 
 __all__ = ["NotificationRelay", "all_tools", "serve"]
 
@@ -47,13 +51,19 @@ def _modern(protocol_version: str) -> bool:
 
 
 class NotificationRelay:
-    """Passes the upstream's notifications on to the client once its session is known."""
+    """Passes the upstream's notifications on to the client once its session is known; a
+    changed tool list is read again before the next call is judged."""
 
-    def __init__(self) -> None:
+    def __init__(self, judge: CallJudge | None = None) -> None:
         self.session: Any = None
+        self.judge = judge
 
     async def __call__(self, message: Any) -> None:
-        if self.session is None or isinstance(message, Exception):
+        if isinstance(message, Exception):
+            return
+        if self.judge is not None and isinstance(message, types.ToolListChangedNotification):
+            self.judge.stale = True
+        if self.session is None:
             return
         try:
             await self.session.send_notification(message)
@@ -110,6 +120,7 @@ async def serve(
     info = connection.initialize_result
     offered = info.capabilities
     judge = proxy.judge
+    session_tag = secrets.token_hex(4)  # call ids are the client's request ids, per session
 
     def forward(request_type: type, result_type: type) -> Callable[[Any, Any], Awaitable[Any]]:
         async def handler(ctx: Any, params: Any) -> Any:
@@ -124,96 +135,86 @@ async def serve(
         notify.session = ctx.session
         request = types.ListToolsRequest(params=_without_envelope(params))
         result: types.ListToolsResult = await upstream.send_request(request, types.ListToolsResult)
+        judge.stale = False
         judge.learn_tools(
             tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools
         )
         result.tools = [tool for tool in result.tools if judge.listed(tool.name)]
         return result
 
-    async def ask_now(ctx: Any, judgement: Judgement) -> Judgement:
+    def asker(ctx: Any) -> Callable[[ApprovalRequest], Awaitable[bool]] | None:
         """Handshake era: an elicitation request on the session, answered in place."""
-        action = judgement.action
-        assert action is not None
-        try:
+        if not _elicits(ctx):
+            return None
+
+        async def ask_user(request: ApprovalRequest) -> bool:
             answer = await ctx.session.elicit_form(
-                approval_message(action, judgement.reasons),
-                approval_schema(action),
+                approval_message(request),
+                approval_schema(request),
                 related_request_id=ctx.request_id,
             )
-        except Exception as error:
-            return Judgement(
-                "deny",
-                judgement.tool,
-                f"Not run: the approval question for {action.digest} failed "
-                f"({type(error).__name__}); nothing was approved.",
-            )
-        if not answer_approves(answer.action, answer.content):
-            return Judgement(
-                "deny",
-                judgement.tool,
-                f"Not run: the user did not approve {judgement.tool} ({action.digest}).",
-            )
-        return judge.approved(action, proxy.authority.issue(action.digest))
+            return answer_approves(answer.action, answer.content)
 
-    def ask_later(judgement: Judgement) -> types.InputRequiredResult:
+        return ask_user
+
+    def pause(judgement: Judgement) -> types.InputRequiredResult:
         """2026-07-28: the question travels in the result; the retry carries the answer."""
-        action = judgement.action
-        assert action is not None
+        request = judgement.request
+        assert request is not None
         question = types.ElicitRequest(
             params=types.ElicitRequestFormParams(
-                message=approval_message(action, judgement.reasons),
-                requested_schema=approval_schema(action),
+                message=approval_message(request),
+                requested_schema=approval_schema(request),
             )
         )
+        # The result's own _meta: the SDK strips the _meta of a request inside it.
         return types.InputRequiredResult(
             input_requests={_INPUT_KEY: question},
-            request_state=proxy.pending.open(action.digest),
+            request_state=proxy.pending.open(request.action_digest),
+            _meta={REQUEST_META_KEY: request.to_dict()},
         )
 
-    def answered(params: Any, judgement: Judgement) -> Judgement:
+    def resumed(params: Any, judgement: Judgement) -> Judgement:
         """2026-07-28 retry: check the echoed state against this call, then the answer."""
-        action = judgement.action
-        assert action is not None
-        problem = proxy.pending.close(params.request_state, action.digest)
-        if problem is not None:
-            return Judgement("deny", judgement.tool, f"Not run: {problem}.")
+        problem = proxy.pending.close(params.request_state, judgement.approval_requested or "")
         answer = (params.input_responses or {}).get(_INPUT_KEY)
-        if not isinstance(answer, types.ElicitResult) or not answer_approves(
+        approves = isinstance(answer, types.ElicitResult) and answer_approves(
             answer.action, answer.content
-        ):
-            return Judgement(
-                "deny",
-                judgement.tool,
-                f"Not run: the user did not approve {judgement.tool} ({action.digest}).",
-            )
-        return judge.approved(action, proxy.authority.issue(action.digest))
+        )
+        return judge.answered(judgement, approves, problem)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
         notify.session = ctx.session
+        if judge.stale:  # the upstream changed its tools: read them before judging
+            judge.stale = False
+            judge.learn_tools(await all_tools(upstream))
         meta = params.meta if isinstance(params.meta, dict) else None  # a TypedDict on 2.x
-        judgement = judge.judge(params.name, params.arguments, meta)
-        if judgement.outcome == "approve":
-            action = judgement.action
-            assert action is not None
-            modern = _modern(ctx.protocol_version)
-            if modern and params.request_state is not None:
-                judgement = answered(params, judgement)
-            elif not _elicits(ctx):
-                judgement = Judgement("deny", judgement.tool, no_elicitation_message(action))
-            elif proxy.authority is None:
-                judgement = Judgement("deny", judgement.tool, no_authority_message(action))
-            elif modern:
-                return ask_later(judgement)
-            else:
-                judgement = await ask_now(ctx, judgement)
-        elif params.request_state is not None:
-            proxy.pending.close(params.request_state, "")  # spent either way
-        if judgement.outcome != "run":
+        call_id = f"{session_tag}/{ctx.request_id}"
+        if _modern(ctx.protocol_version) and judge.pauses and _elicits(ctx):
+            judgement = judge.judge(params.name, params.arguments, call_id, meta)
+            if judgement.pending and params.request_state is not None:
+                judgement = resumed(params, judgement)
+            elif judgement.pending:
+                return pause(judgement)
+            elif params.request_state is not None:
+                proxy.pending.close(params.request_state, "")  # spent either way
+        else:
+            judgement = await judge.check(
+                params.name, params.arguments, call_id, meta, ask_user=asker(ctx)
+            )
+        if not judgement.allowed:
             return _error_result(judgement.message)
-        forwarded = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=params.name, arguments=judgement.arguments)
-        )
-        return await upstream.send_request(forwarded, types.CallToolResult)
+
+        async def forward_call(arguments: dict[str, Any]) -> types.CallToolResult:
+            forwarded = types.CallToolRequest(
+                params=types.CallToolRequestParams(name=judgement.tool, arguments=arguments)
+            )
+            result: types.CallToolResult = await upstream.send_request(
+                forwarded, types.CallToolResult
+            )
+            return result
+
+        return await judge.guard.arun(judgement, forward_call)
 
     handlers: dict[str, Any] = {}
     if offered.tools is not None:

@@ -1,9 +1,14 @@
-"""What the proxy asks the client's user before an action that needs an explicit approval.
+"""The question the proxy puts to the client's user: the core ``ApprovalRequest``, as a form.
 
-Both MCP majors ask the same question: a form elicitation whose message shows the tool,
-the action digest and the canonical action (the document the digest hashes), with one
-boolean field. Only ``accept`` with ``approve: true`` approves; decline, cancel, a missing
-or non-boolean field, or anything else is a refusal.
+The proxy never builds a request of its own: the guard hands it the core
+:class:`~jevqueue.policy.ApprovalRequest` (re-exported here), and both MCP majors show it
+the same way — a form elicitation whose message is :meth:`ApprovalRequest.describe` (the
+tool, the policy's reasons, the action digest and the canonical action the digest hashes),
+with one boolean field. On protocol 2026-07-28 the ``InputRequiredResult`` that carries
+the question also carries :meth:`ApprovalRequest.to_dict` in its ``_meta`` under
+:data:`REQUEST_META_KEY`. Only
+``accept`` with ``approve: true`` approves; decline, cancel, a missing or non-boolean
+field, or anything else is a refusal.
 
 An approval is bound to the digest: on a "yes" the proxy's own approval authority signs a
 record for exactly that digest, and the PEP checks it (signature, binding, freshness,
@@ -16,17 +21,18 @@ is refused.
 
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from jevqueue.policy import Action
+from jevqueue.policy import ApprovalRequest
 
 __all__ = [
     "APPROVAL_FIELD",
+    "REQUEST_META_KEY",
+    "ApprovalRequest",
     "PendingApprovals",
     "answer_approves",
     "approval_message",
@@ -36,26 +42,28 @@ __all__ = [
 APPROVAL_FIELD = "approve"
 """The boolean field of the approval form."""
 
+REQUEST_META_KEY = "jevqueue/approval_request"
+"""The ``_meta`` key of an ``InputRequiredResult`` holding ``ApprovalRequest.to_dict()``."""
 
-def approval_message(action: Action, reasons: str) -> str:
-    """The text shown to the person asked: what runs, why it needs approval, its digest."""
-    document = json.dumps(action.digest_document(), indent=2, sort_keys=True, default=str)
+
+def approval_message(request: ApprovalRequest) -> str:
+    """The text shown to the person asked: the core request, as a person should read it."""
     return (
-        f"jevqueue: the tool {action.tool!r} needs your explicit approval. {reasons}\n"
-        f"Approving authorises exactly this action, once (digest {action.digest}):\n"
-        f"{document}"
+        f"jevqueue: {request.describe()}\n"
+        f"Approving authorises exactly this action, once ({request.action_digest})."
     )
 
 
-def approval_schema(action: Action) -> dict[str, Any]:
+def approval_schema(request: ApprovalRequest) -> dict[str, Any]:
     """The form: one required boolean, described with the tool and the digest."""
     return {
         "type": "object",
         "properties": {
             APPROVAL_FIELD: {
                 "type": "boolean",
-                "title": f"Approve {action.tool}",
-                "description": f"Run {action.tool} once, exactly as shown ({action.digest})",
+                "title": f"Approve {request.tool}",
+                "description": f"Run {request.tool} once, exactly as shown "
+                f"({request.action_digest})",
             }
         },
         "required": [APPROVAL_FIELD],

@@ -1,77 +1,68 @@
-"""Judging one ``tools/call`` the proxy received: run it, refuse it, or ask for an approval.
+"""Judging one ``tools/call`` the proxy received: a thin adapter of :class:`~jevqueue.policy.Guard`.
 
-This part knows nothing of the MCP SDK: the proxy hands it a tool name and the arguments
-as they arrived, it answers with a :class:`Judgement`. Every answer is audited by the PEP,
-including calls refused before evaluation (unknown tool, malformed arguments).
+This part knows nothing of the MCP SDK: the relay hands it the tool name and arguments as
+they arrived, the call's id and ``_meta``, and — when the client can ask its user — a way
+to ask; it answers with the guard's :class:`~jevqueue.policy.Judgement` and runs an
+allowed call upstream through :meth:`Guard.arun` (the judged arguments, once per call id).
+The guard audits every answer, including calls refused before evaluation.
+
+What the proxy adds to the guard is MCP's own:
+
+* **The upstream's listing narrows the tools file.** A declared tool the upstream itself
+  marks ``destructiveHint`` while the tools file declares no writing effect is refused
+  like an undeclared one (annotations only ever tighten; ``readOnlyHint`` loosens
+  nothing). The listing is read when the proxy starts, on every ``tools/list``, and again
+  before the next call after the upstream announces ``notifications/tools/list_changed``.
+* **Where approvals come from.** Signed records the client attaches to the call
+  (``_meta[APPROVALS_META_KEY]``) are judged with it. Otherwise, when the policy asks for
+  an approval, the guard's approver tries in turn: a record in the approvals directory
+  for exactly this digest; the embedding's ``approver=``; the client's user, asked with an
+  elicitation and signed by the proxy's authority; else a decline saying what to
+  configure. On protocol 2026-07-28 the relay pauses instead (:meth:`CallJudge.judge`,
+  then :meth:`CallJudge.answered` on the client's retry).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from jevqueue.approvals import ApprovalRecord
-from jevqueue.errors import ConfigurationError, JevError, UnregisteredToolError, UsageError
+from jevqueue.errors import ApprovalDeclinedError, ConfigurationError, UnregisteredToolError
+from jevqueue.plugins.mcp.no_elicitation import (
+    APPROVALS_META_KEY,
+    no_authority_message,
+    no_elicitation_message,
+)
 from jevqueue.policy import (
     FILE_DELETE,
     FILE_WRITE,
     SHELL_COMMAND,
-    Action,
+    ApprovalRequest,
+    Approver,
     ExecutionContext,
+    Guard,
+    Judgement,
+    ToolRegistry,
     ToolSpec,
-    Verdict,
-    VerdictKind,
-    registry_from_specs,
 )
+from jevqueue.policy._approval_request import check_approver
 
-__all__ = ["APPROVALS_META_KEY", "CallJudge", "Judgement"]
+__all__ = ["APPROVALS_META_KEY", "AskUser", "CallJudge", "Judgement"]
 
 _logger = logging.getLogger("jevqueue.plugins.mcp")
 
-APPROVALS_META_KEY = "jevqueue/approval_records"
-"""The ``_meta`` key of a ``tools/call`` under which a client may send signed records."""
-
 _WRITING_EFFECTS = frozenset({FILE_WRITE, FILE_DELETE, SHELL_COMMAND})
-_EXPLICIT_APPROVAL = "explicit_approval"
 
-
-@dataclass(frozen=True)
-class Judgement:
-    """What the proxy does with one call.
-
-    Attributes:
-        outcome: ``"run"`` (forward ``arguments`` upstream), ``"deny"`` (answer ``message``
-            as an error result; nothing reaches the upstream) or ``"approve"`` (ask the
-            client's user about ``action`` first).
-        tool: the tool name as called.
-        message: the text the client sees for a denial or an approval request.
-        arguments: for ``"run"``: the arguments that were judged, path and working
-            directory fields replaced by the resolved absolute paths the policy checked.
-        action: the canonical action, when one could be built.
-        verdict: the PEP's verdict, when the call was evaluated.
-        reasons: for ``"approve"``: why the policy asks, as a person should read it.
-    """
-
-    outcome: str
-    tool: str
-    message: str = ""
-    arguments: dict[str, Any] | None = None
-    action: Action | None = None
-    verdict: Verdict | None = field(default=None, compare=False)
-    reasons: str = ""
+AskUser = Callable[[ApprovalRequest], Awaitable[bool]]
+"""The relay's way to ask the client's user about one request: True only for a plain yes."""
 
 
 def _refused_by_annotations(spec: ToolSpec, annotations: Mapping[str, Any] | None) -> str | None:
-    """Why an upstream's own annotations contradict a read-only declaration, if they do.
-
-    Annotations come from the upstream and are untrusted, so they only ever tighten: a
-    tool the upstream itself calls destructive is refused while the tools file declares
-    it without a writing effect. ``readOnlyHint`` never relaxes anything.
-    """
+    """Why an upstream's own annotations contradict a read-only declaration, if they do."""
     if not annotations:
         return None
     read_only = annotations.get("readOnlyHint") is True
@@ -85,18 +76,51 @@ def _refused_by_annotations(spec: ToolSpec, annotations: Mapping[str, Any] | Non
     return None
 
 
+class _ListedRegistry(ToolRegistry):
+    """The tools file's declarations, less the tools the upstream's listing contradicts."""
+
+    def __init__(self, specs: Iterable[ToolSpec]) -> None:
+        super().__init__(specs)
+        self.refused: dict[str, str] = {}
+
+    def get(self, name: str) -> ToolSpec:
+        reason = self.refused.get(name) if type(name) is str else None
+        if reason is not None:
+            raise UnregisteredToolError(name, f"tool {name!r} is refused: {reason}")
+        try:
+            return super().get(name)
+        except UnregisteredToolError as error:
+            raise UnregisteredToolError(
+                error.tool_name,
+                f"{error}; it is not declared in the proxy's tools file, so nothing was sent "
+                "to the server (operator: add a [[tool]] table for it; `jevqueue mcp-proxy "
+                "--describe -- COMMAND` prints a starting point)",
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) and name not in self.refused
+
+
 class CallJudge:
-    """Judges calls against one PEP, one registry and one execution context.
+    """Judges the proxy's calls with one guard, and knows where approvals come from.
 
     Args:
         pep: the policy enforcement point (audits every decision).
         specs: the declared tools; anything else is refused.
         context: the execution context every call runs in.
+        approver: who approves calls that need an explicit approval, instead of the
+            client's user (:class:`~jevqueue.policy.Approver`, plain or ``async``).
+        authority: signs the client's user's "yes" (the PEP's verifier must trust it).
         approvals_dir: a directory of signed approval records (JSON files printed by
-            ``jevqueue approve``); records for a call's digest are offered to the PEP.
+            ``jevqueue approve``); a record is offered for the digest it names.
+
+    Attributes:
+        guard: the :class:`~jevqueue.policy.Guard` that judges and runs every call.
+        stale: True when the upstream announced a changed tool list not yet read.
 
     Raises:
-        ConfigurationError: a spec, the context or the directory is unusable.
+        ConfigurationError: a spec, the context, the approver, the authority or the
+            directory is unusable.
     """
 
     def __init__(
@@ -105,177 +129,161 @@ class CallJudge:
         pep: Any,
         specs: Iterable[ToolSpec],
         context: ExecutionContext | Mapping[str, Any],
+        approver: Approver | None = None,
+        authority: Any = None,
         approvals_dir: str | Path | None = None,
     ) -> None:
-        if not callable(getattr(pep, "evaluate", None)):
+        if authority is not None and not callable(getattr(authority, "issue", None)):
             raise ConfigurationError(
-                "pep must be a jevqueue.PolicyEnforcementPoint (it has no evaluate(action))"
+                "authority must be a jevqueue.approvals.ApprovalAuthority (it has no "
+                "issue(action_digest) method)"
             )
-        self.pep = pep
-        self.registry = registry_from_specs(specs, owner="PolicyProxyServer")
-        self.context = (
-            context if type(context) is ExecutionContext else ExecutionContext.coerce(context)
-        )
         if approvals_dir is not None and not Path(approvals_dir).is_dir():
             raise ConfigurationError(
                 f"the approvals directory {str(approvals_dir)!r} does not exist: create it, "
                 "and put records from `jevqueue approve DIGEST ... > DIR/NAME.json` in it"
             )
+        self.approver = check_approver(approver)
+        self.authority = authority
         self.approvals_dir = None if approvals_dir is None else Path(approvals_dir)
-        self._refused: dict[str, str] = {}
+        self.guard = Guard(
+            pep, specs=specs, context=context, approver=self._approve, owner="PolicyProxyServer"
+        )
+        # The guard judges against the declarations as the upstream's listing narrows them
+        # (the guard copies specs= into a plain registry, so the narrowed one replaces it).
+        self.registry = _ListedRegistry(self.guard.registry.specs())
+        self.guard.registry = self.registry
+        self.stale = False
+        # The guard's approver is one for the proxy; the client to ask is per call, found
+        # by the call id the guard puts in each ApprovalRequest.
+        self._asking: dict[str | None, AskUser | None] = {}
 
     # --- tools/list -------------------------------------------------------------------
 
     def learn_tools(self, tools: Iterable[Mapping[str, Any]]) -> None:
         """Read the upstream's listing: refuse declared tools its annotations contradict."""
+        refused = self.registry.refused
         for tool in tools:
             name = tool.get("name")
-            if type(name) is not str or name not in self.registry:
+            if type(name) is not str or not ToolRegistry.__contains__(self.registry, name):
                 continue
-            reason = _refused_by_annotations(self.registry.get(name), tool.get("annotations"))
+            spec = ToolRegistry.get(self.registry, name)
+            reason = _refused_by_annotations(spec, tool.get("annotations"))
             if reason is None:
-                self._refused.pop(name, None)
+                refused.pop(name, None)
             else:
-                if name not in self._refused:
+                if name not in refused:
                     _logger.warning("refusing %s: %s", name, reason)
-                self._refused[name] = reason
+                refused[name] = reason
 
     def listed(self, name: object) -> bool:
         """Whether the proxy shows the upstream tool ``name`` to its client."""
-        return type(name) is str and name in self.registry and name not in self._refused
+        return name in self.registry
+
+    @property
+    def pauses(self) -> bool:
+        """True when a call may wait for the client's user (no ``approver=``, an authority)."""
+        return self.approver is None and self.authority is not None
 
     # --- tools/call -------------------------------------------------------------------
+
+    async def check(
+        self,
+        name: object,
+        arguments: object,
+        call_id: str | None,
+        meta: Mapping[str, Any] | None = None,
+        *,
+        ask_user: AskUser | None = None,
+    ) -> Judgement:
+        """Judge one call as it arrived, asking for an approval in place when one is needed.
+
+        Never pending. ``ask_user`` asks the client's user (``None``: the client cannot).
+        """
+        self._asking[call_id] = ask_user
+        try:
+            return await self.guard.acheck(
+                name,  # type: ignore[arg-type]
+                arguments,
+                call_id,
+                records=_attached(meta),
+            )
+        finally:
+            self._asking.pop(call_id, None)
 
     def judge(
         self,
         name: object,
         arguments: object,
+        call_id: str | None,
         meta: Mapping[str, Any] | None = None,
     ) -> Judgement:
-        """Judge one call as it arrived (name and arguments straight from the request).
-
-        Args:
-            name: the requested tool name.
-            arguments: the requested arguments (``None`` means none).
-            meta: the request's ``_meta``; signed records under :data:`APPROVALS_META_KEY`
-                are offered to the PEP.
-        """
-        shown = name if type(name) is str else repr(name)[:80]
-        if type(name) is str and name in self._refused:
-            return self._reject(name, UnregisteredToolError(name, self._refused[name]))
-        if arguments is None:
-            arguments = {}
-        try:
-            if type(name) is not str:
-                raise UnregisteredToolError(shown, "a tool name must be a string")
-            action = Action.build(self.registry, name, arguments, self.context)  # type: ignore[arg-type]
-        except UnregisteredToolError as error:
-            return self._reject(shown, error, unknown=True)
-        except UsageError as error:
-            return self._reject(shown, error)
-        records, unreadable = self._records(action.digest, meta)
-        verdict = self.pep.evaluate(action, tuple(records))
-        judgement = self._answer(action, verdict)
-        if unreadable and judgement.outcome != "run":
-            return Judgement(
-                judgement.outcome,
-                judgement.tool,
-                f"{judgement.message} (ignored approval records: {'; '.join(unreadable)})",
-                judgement.arguments,
-                judgement.action,
-                judgement.verdict,
-            )
+        """Judge one call for a client that answers on a retry: pending when nobody has."""
+        judgement = self.guard.judge(
+            name,  # type: ignore[arg-type]
+            arguments,
+            call_id,
+            records=_attached(meta),
+        )
+        if judgement.pending and judgement.request is not None:
+            filed = self._filed(judgement.request.action_digest)
+            if filed:
+                return self.guard.resume(judgement, filed)
         return judgement
 
-    def approved(self, action: Action, record: ApprovalRecord) -> Judgement:
-        """Judge ``action`` again with the record an approver just issued for its digest."""
-        return self._answer(action, self.pep.evaluate(action, (record,)))
-
-    # --- internals --------------------------------------------------------------------
-
-    def _reject(self, name: str, error: JevError, *, unknown: bool = False) -> Judgement:
-        audit_rejection = getattr(self.pep, "audit_rejection", None)
-        if callable(audit_rejection):
-            audit_rejection(name, self.context, error)
-        if unknown:
-            message = (
-                f"Refused by jevqueue: the tool {name!r} is not declared in the proxy's tools "
-                "file, and the proxy runs no tool it does not know. Nothing was sent to the "
-                "server. (Operator: add a [[tool]] table for it; `jevqueue mcp-proxy "
-                "--describe -- COMMAND` prints a starting point.)"
+    def answered(self, pending: Judgement, approves: bool, problem: str | None = None) -> Judgement:
+        """A paused call judged again with the user's answer (signed when it is a yes)."""
+        request = pending.request
+        if problem is not None or not approves or request is None or self.authority is None:
+            return self.guard.resume(
+                pending, ApprovalDeclinedError(problem or _not_approved(pending))
             )
-        else:
-            message = f"Refused by jevqueue before policy evaluation: {error}. Nothing ran."
-        return Judgement("deny", name, message)
+        return self.guard.resume(pending, self.authority.issue(request.action_digest))
 
-    def _answer(self, action: Action, verdict: Verdict) -> Judgement:
-        if verdict.allowed:
-            return Judgement("run", action.tool, "", _forwarded(action), action, verdict)
-        kind = verdict.kind
-        if kind is VerdictKind.REPAIR and verdict.repaired is not None:
-            proposal = dict(verdict.repaired)
-            proposal = proposal.get("arguments", proposal)  # the arguments of the repaired call
-            repaired = json.dumps(proposal, sort_keys=True, ensure_ascii=False, default=str)
-            message = (
-                f"Not run: jevqueue asks to resubmit {action.tool} with these arguments: "
-                f"{repaired} ({'; '.join(verdict.reasons)})"
-            )
-            return Judgement("deny", action.tool, message, None, action, verdict)
-        if kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and verdict.obligations == (
-            _EXPLICIT_APPROVAL,
-        ):
-            # The PEP's own "no approval record supplied" is for callers, not for a person.
-            why = "; ".join(r for r in verdict.reasons if "no approval record" not in r)
-            message = f"{action.tool} needs an explicit approval of action {action.digest}: {why}"
-            return Judgement("approve", action.tool, message, None, action, verdict, why)
-        reasons = "; ".join(verdict.reasons) or kind.value
-        return Judgement(
-            "deny",
-            action.tool,
-            f"Denied by jevqueue policy: {reasons}. The call to {action.tool} was not executed.",
-            None,
-            action,
-            verdict,
-        )
+    # --- the guard's approver ---------------------------------------------------------
 
-    def _records(
-        self, digest: str, meta: Mapping[str, Any] | None
-    ) -> tuple[list[ApprovalRecord], list[str]]:
-        """Signed records for ``digest``: from the request's ``_meta`` and the directory."""
-        raw: list[Any] = []
-        unreadable: list[str] = []
-        offered = meta.get(APPROVALS_META_KEY) if isinstance(meta, Mapping) else None
-        if offered is not None:
-            raw.extend(offered if isinstance(offered, list) else [offered])
-        if self.approvals_dir is not None:
-            for path in sorted(self.approvals_dir.glob("*.json")):
-                try:
-                    raw.append(json.loads(path.read_text(encoding="utf-8")))
-                except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-                    unreadable.append(f"{path.name}: {type(error).__name__}")
-        records: list[ApprovalRecord] = []
-        for item in raw:
-            if isinstance(item, Mapping) and item.get("action_digest") != digest:
-                continue  # a record for another action: not offered, not burnt
+    def _approve(self, request: ApprovalRequest) -> Any:
+        filed = self._filed(request.action_digest)
+        if filed:
+            return filed
+        if self.approver is not None:
+            return self.approver(request)
+        ask_user = self._asking.get(request.call_id)
+        if ask_user is None:
+            raise ApprovalDeclinedError(no_elicitation_message(request))
+        if self.authority is None:
+            raise ApprovalDeclinedError(no_authority_message(request))
+        return self._ask(ask_user, request)
+
+    async def _ask(self, ask_user: AskUser, request: ApprovalRequest) -> ApprovalRecord:
+        if not await ask_user(request):
+            raise ApprovalDeclinedError(_not_approved(request))
+        record: ApprovalRecord = self.authority.issue(request.action_digest)
+        return record
+
+    def _filed(self, digest: str) -> list[Any]:
+        """The records in the approvals directory that name ``digest``."""
+        if self.approvals_dir is None:
+            return []
+        records: list[Any] = []
+        for path in sorted(self.approvals_dir.glob("*.json")):
             try:
-                records.append(ApprovalRecord.from_dict(item))
-            except JevError as error:
-                unreadable.append(str(error))
-        return records, unreadable
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+                _logger.warning("ignoring approval record %s: %s", path.name, error)
+                continue
+            if isinstance(data, Mapping) and data.get("action_digest") == digest:
+                records.append(data)  # the guard reads it as a record; the PEP checks it
+        return records
 
 
-def _forwarded(action: Action) -> dict[str, Any]:
-    """The judged arguments, with each path field as the absolute path the policy checked.
+def _attached(meta: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """The records a client attached to its call, judged with it as given."""
+    offered = meta.get(APPROVALS_META_KEY) if isinstance(meta, Mapping) else None
+    if offered is None:
+        return ()
+    return tuple(offered) if isinstance(offered, list) else (offered,)
 
-    The upstream resolves a relative path against its own working directory, which need
-    not be the workspace the policy judged; the resolved form leaves it no other reading.
-    """
-    arguments = json.loads(json.dumps(dict(action.arguments)))
-    for name, target in zip(action.target_fields, action.targets, strict=True):
-        if isinstance(arguments.get(name), str):
-            arguments[name] = target
-    spec = action.spec
-    cwd_field = spec.cwd_field if spec is not None else None
-    if cwd_field and action.cwd is not None and isinstance(arguments.get(cwd_field), str):
-        arguments[cwd_field] = action.cwd
-    return arguments
+
+def _not_approved(call: Judgement | ApprovalRequest) -> str:
+    return f"the user did not approve {call.tool} ({call.action_digest})"

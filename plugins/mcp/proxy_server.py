@@ -1,8 +1,8 @@
 """``PolicyProxyServer``: an MCP server that relays another one and judges every tool call.
 
 Embed it in Python, or run it as ``jevqueue mcp-proxy``. The relay is written once per MCP
-major (``_relay_v1`` for ``mcp`` 1.x, ``_relay_v2`` for 2.x); the judging is shared
-(:class:`~jevqueue.plugins.mcp.call_judge.CallJudge`).
+major (``_relay_v1`` for ``mcp`` 1.x, ``_relay_v2`` for 2.x); the judging is shared: one
+:class:`~jevqueue.policy.Guard` per proxy (:class:`~jevqueue.plugins.mcp.call_judge.CallJudge`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from jevqueue.plugins.mcp.approval_request import PendingApprovals
 from jevqueue.plugins.mcp.call_judge import CallJudge
 from jevqueue.plugins.mcp.tool_spec import describe_tools
 from jevqueue.plugins.mcp.upstream import Upstream, connect_upstream
-from jevqueue.policy import ExecutionContext, ToolSpec
+from jevqueue.policy import Approver, ExecutionContext, ToolSpec
 
 __all__ = ["PolicyProxyServer", "UpstreamStoppedError", "describe_upstream"]
 
@@ -87,9 +87,14 @@ class PolicyProxyServer:
             decision).
         specs: the tools the upstream may run (``jevqueue.load_tools_file(path)``).
         context: the :class:`jevqueue.ExecutionContext` every call is judged in.
+        approver: who approves a call that needs an explicit approval, in place of the
+            client's user: a :class:`jevqueue.policy.Approver` (plain or ``async``) shown
+            the core :class:`~jevqueue.policy.ApprovalRequest`, answering with signed
+            records or raising :class:`~jevqueue.errors.ApprovalDeclinedError`.
         authority: the approval authority that signs a user's "yes" to an elicited
-            approval (the PEP's verifier must trust it). Without one, a call that needs
-            approval can only run with a signed record from ``jevqueue approve``.
+            approval (the PEP's verifier must trust it). Without it or ``approver``, a
+            call that needs approval can only run with a signed record from
+            ``jevqueue approve``.
         approvals_dir: a directory of records printed by ``jevqueue approve`` (unattended
             approvals), each offered for the digest it names.
         approval_ttl: seconds an approval question (protocol 2026-07-28) stays answerable.
@@ -105,17 +110,22 @@ class PolicyProxyServer:
         pep: Any,
         specs: Iterable[ToolSpec],
         context: ExecutionContext | Mapping[str, Any],
+        approver: Approver | None = None,
         authority: Any = None,
         approvals_dir: str | Path | None = None,
         approval_ttl: float = 600.0,
     ) -> None:
         self.upstream = Upstream.coerce(upstream)
-        self.judge = CallJudge(pep=pep, specs=specs, context=context, approvals_dir=approvals_dir)
-        if authority is not None and not callable(getattr(authority, "issue", None)):
-            raise ConfigurationError(
-                "authority must be a jevqueue.approvals.ApprovalAuthority (it has no "
-                "issue(action_digest) method)"
-            )
+        self.judge = CallJudge(
+            pep=pep,
+            specs=specs,
+            context=context,
+            approver=approver,
+            authority=authority,
+            approvals_dir=approvals_dir,
+        )
+        self.guard = self.judge.guard
+        self.approver = self.judge.approver
         self.authority = authority
         self.pending = PendingApprovals(ttl_seconds=approval_ttl)
         self.mcp_major = MCP_MAJOR
@@ -151,7 +161,7 @@ class PolicyProxyServer:
     @asynccontextmanager
     async def _connected(self) -> AsyncIterator[tuple[Any, Any]]:
         relay = _relay()
-        notify = relay.NotificationRelay()
+        notify = relay.NotificationRelay(self.judge)
         try:
             async with AsyncExitStack() as stack:
                 connection = await stack.enter_async_context(

@@ -207,7 +207,12 @@ def test_input_required_state_is_single_use_and_bound_to_the_digest(fs_proxy: Pr
             asked = await call(ENV_WRITE)
             assert isinstance(asked, types.InputRequiredResult)
             question = asked.input_requests["jevqueue_approval"]
-            assert DIGEST.search(question.params.message)
+            digest = DIGEST.search(question.params.message)
+            assert digest
+            # The pause carries the core ApprovalRequest, as every plugin's pause does.
+            request = asked.meta["jevqueue/approval_request"]
+            assert request["tool"] == "write_file" and request["action_digest"] == digest[0]
+            assert request["context"]["task_id"] == "task-42"
             state = asked.request_state
             # The same state with other arguments: another digest, refused, and spent.
             swapped = await call(

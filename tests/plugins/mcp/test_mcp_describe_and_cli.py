@@ -181,6 +181,7 @@ def test_without_the_extra_the_command_names_it(monkeypatch: pytest.MonkeyPatch)
 def test_the_public_surface() -> None:
     assert sorted(plugin.__all__) == [
         "APPROVALS_META_KEY",
+        "ApprovalRequest",
         "CallJudge",
         "Judgement",
         "PendingApprovals",
@@ -200,3 +201,7 @@ def test_the_public_surface() -> None:
         "beyond its arguments",
     ):
         assert claim in " ".join((plugin.__doc__ or "").split())
+    # One approval API and one judgement shape: the core's, under the plugin's old names.
+    from jevqueue.policy import ApprovalRequest, Judgement
+
+    assert plugin.ApprovalRequest is ApprovalRequest and plugin.Judgement is Judgement
