@@ -156,6 +156,14 @@ def _trusted_keys(entries: tuple[str, ...]) -> dict[str, Any]:
     help="Reach the upstream over streamable HTTP instead of starting COMMAND.",
 )
 @click.option(
+    "--relay-unjudged",
+    "relay_unjudged",
+    multiple=True,
+    type=click.Choice(["resources", "prompts", "completions"]),
+    help="Relay the upstream's resources, prompts or completions although no policy judges "
+    "them (repeatable; default: left out).",
+)
+@click.option(
     "--describe",
     is_flag=True,
     help="Print a starting tools file for the upstream's tools, then exit.",
@@ -174,6 +182,7 @@ def mcp_proxy(
     approver_keys: tuple[str, ...],
     approvals_dir: str | None,
     upstream_url: str | None,
+    relay_unjudged: tuple[str, ...],
     describe: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -257,6 +266,7 @@ def mcp_proxy(
             context=context,
             authority=authority,
             approvals_dir=approvals_dir,
+            relay_unjudged=relay_unjudged,
         )
     except JevError as error:
         raise click.ClickException(str(error)) from None

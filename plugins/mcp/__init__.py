@@ -1,8 +1,8 @@
 """MCP: a governing proxy in front of any MCP server (``jevqueue mcp-proxy``).
 
 The proxy is an MCP server to the client and an MCP client to the real (upstream)
-server. It relays ``initialize``, ``tools/list``, resources, prompts and completions as
-the upstream answers them, and puts one :class:`jevqueue.policy.Guard` in front of every
+server. It relays ``initialize`` and ``tools/list`` as the upstream answers them, and
+puts one :class:`jevqueue.policy.Guard` in front of every
 ``tools/call``: a call runs upstream only when the guard allows it, with exactly the
 arguments it judged (``Judgement.run_arguments()``: path fields as the resolved absolute
 paths the policy checked), and at most once per request id of a client session; otherwise
@@ -34,11 +34,13 @@ Routes around the guard, and what happens to each:
 * **Tools the upstream lists after the session starts** (``notifications/tools/list_changed``)
   are judged: the listing is read again before the next call, a new undeclared tool is
   refused like any other, and a declared tool newly marked destructive is refused.
-* **Not judged** (relayed as the upstream answers): ``resources/read``, ``prompts/get``
-  and ``completion/complete``. A server whose resource reads or prompts have effects runs
-  them unjudged; declare such effects as tools, or leave the server's resources and
-  prompts out of the deployment. Nothing here is refused when the proxy is built: an
-  upstream is only known once it runs.
+* **Refused unless asked for**: ``resources/read``, ``prompts/get`` and
+  ``completion/complete``, which no policy judges. The proxy does not offer them and
+  refuses them if asked anyway, unless they are named in ``relay_unjudged=`` (the CLI's
+  ``--relay-unjudged resources``): then they are relayed as the upstream answers, and a
+  server whose resource reads or prompts have effects runs them unjudged. Declare such
+  effects as tools instead. Nothing is refused when the proxy is built: an upstream is
+  only known once it runs.
 
 What an MCP proxy cannot do, plainly:
 

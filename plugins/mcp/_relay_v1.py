@@ -95,13 +95,13 @@ def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
 
 
-def _capabilities(upstream: Any) -> types.ServerCapabilities:
+def _capabilities(upstream: Any, relayed: frozenset[str]) -> types.ServerCapabilities:
     """The upstream's capabilities, limited to what the proxy relays."""
     return types.ServerCapabilities(
         tools=upstream.tools,
-        resources=upstream.resources,
-        prompts=upstream.prompts,
-        completions=upstream.completions,
+        resources=upstream.resources if "resources" in relayed else None,
+        prompts=upstream.prompts if "prompts" in relayed else None,
+        completions=upstream.completions if "completions" in relayed else None,
         logging=upstream.logging,
     )
 
@@ -190,7 +190,7 @@ async def serve(
 
         return types.ServerResult(await judge.guard.arun(judgement, forward_call))
 
-    capabilities = _capabilities(info.capabilities)
+    capabilities = _capabilities(info.capabilities, proxy.relay_unjudged)
     if capabilities.tools is not None:
         server.request_handlers[types.ListToolsRequest] = list_tools
         server.request_handlers[types.CallToolRequest] = call_tool

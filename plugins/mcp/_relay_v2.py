@@ -3,7 +3,8 @@
 Each ``on_*`` handler forwards the client's request to the upstream session and returns
 the upstream's result unchanged, except ``tools/list`` (undeclared tools are left out)
 and ``tools/call`` (judged first). Handlers are registered only for what the upstream
-offers, so the capabilities the proxy announces are the upstream's.
+offers and the proxy relays (resources, prompts and completions only when named in
+``relay_unjudged``), so the capabilities the proxy announces are those.
 
 Approvals follow the era the client negotiated; both show the core ``ApprovalRequest``.
 On a handshake protocol (2025-11-25 and older) the proxy asks with
@@ -220,7 +221,7 @@ async def serve(
     if offered.tools is not None:
         handlers["on_list_tools"] = list_tools
         handlers["on_call_tool"] = call_tool
-    if offered.resources is not None:
+    if offered.resources is not None and "resources" in proxy.relay_unjudged:
         handlers["on_list_resources"] = forward(
             types.ListResourcesRequest, types.ListResourcesResult
         )
@@ -233,10 +234,10 @@ async def serve(
             handlers["on_unsubscribe_resource"] = forward(
                 types.UnsubscribeRequest, types.EmptyResult
             )
-    if offered.prompts is not None:
+    if offered.prompts is not None and "prompts" in proxy.relay_unjudged:
         handlers["on_list_prompts"] = forward(types.ListPromptsRequest, types.ListPromptsResult)
         handlers["on_get_prompt"] = forward(types.GetPromptRequest, types.GetPromptResult)
-    if offered.completions is not None:
+    if offered.completions is not None and "completions" in proxy.relay_unjudged:
         handlers["on_completion"] = forward(types.CompleteRequest, types.CompleteResult)
     server: Any = Server(
         info.server_info.name,

@@ -71,13 +71,32 @@ def describe_upstream(upstream: Upstream | str | Sequence[str]) -> str:
     return describe_tools(tools, source=target.describe())
 
 
+UNJUDGED_ROUTES = ("resources", "prompts", "completions")
+"""What an MCP server offers besides tools; the proxy relays each only when told to."""
+
+
+def _unjudged_routes(names: Iterable[str]) -> frozenset[str]:
+    if isinstance(names, str):
+        names = (names,)
+    chosen = frozenset(names)
+    unknown = sorted(chosen - set(UNJUDGED_ROUTES))
+    if unknown:
+        raise ConfigurationError(
+            f"relay_unjudged names {unknown}: choose among {', '.join(UNJUDGED_ROUTES)}"
+        )
+    return chosen
+
+
 class PolicyProxyServer:
     """Relay an upstream MCP server and put the PEP in front of every ``tools/call``.
 
-    ``initialize`` (server name, version, instructions, capabilities), ``tools/list``,
-    resources, prompts and completions are relayed as the upstream answers them. A
-    ``tools/call`` runs upstream only when the PEP allows it; otherwise the client gets a
-    ``CallToolResult`` with ``isError`` true saying why, and the upstream never sees it.
+    ``initialize`` (server name, version, instructions, capabilities) and ``tools/list``
+    are relayed as the upstream answers them. Resources, prompts and completions reach
+    the upstream unjudged (the policy judges tool calls), so they are left out — not
+    advertised to the client, and refused if asked for anyway — unless named in
+    ``relay_unjudged``. A ``tools/call`` runs upstream only when the PEP allows it;
+    otherwise the client gets a ``CallToolResult`` with ``isError`` true saying why, and
+    the upstream never sees it.
     Tools without a spec are hidden from ``tools/list`` and refused when called anyway.
 
     Args:
@@ -98,6 +117,8 @@ class PolicyProxyServer:
         approvals_dir: a directory of records printed by ``jevqueue approve`` (unattended
             approvals), each offered for the digest it names.
         approval_ttl: seconds an approval question (protocol 2026-07-28) stays answerable.
+        relay_unjudged: which of ``"resources"``, ``"prompts"`` and ``"completions"`` to
+            relay although no policy judges them (default: none of them).
 
     Raises:
         ConfigurationError: any of the above is unusable.
@@ -114,8 +135,10 @@ class PolicyProxyServer:
         authority: Any = None,
         approvals_dir: str | Path | None = None,
         approval_ttl: float = 600.0,
+        relay_unjudged: Iterable[str] = (),
     ) -> None:
         self.upstream = Upstream.coerce(upstream)
+        self.relay_unjudged = _unjudged_routes(relay_unjudged)
         self.judge = CallJudge(
             pep=pep,
             specs=specs,

@@ -5,9 +5,9 @@ checks). Each scenario serves an embedded :class:`PolicyProxyServer` to an SDK
 ``ClientSession`` over in-memory streams; the proxy starts ``conformance_server.py`` as its
 upstream (a real MCP server over stdio) whose tool bodies log every call they receive —
 the log is read back into each ``ConformanceTool.calls``. The scenario's approver is given
-to the proxy as ``approver=``. Routes: the undeclared tool, and tools the upstream changes
-mid-session; ``resources/read`` and ``prompts/get`` are relayed unjudged, so they are not
-claimed here (``test_mcp_guard.py::test_resources_read_is_relayed_unjudged`` pins it).
+to the proxy as ``approver=``. Routes: the undeclared tool, tools the upstream changes
+mid-session, and ``resources/read``, which no policy judges and the proxy leaves out
+unless told to relay it (``relay_unjudged``).
 """
 
 from __future__ import annotations
@@ -140,7 +140,14 @@ class TestMcpPolicyConformance(PolicyConformance):
             # announced it; the client calls both without listing again.
             again = await session.call_tool("get_weather", {"city": "Porto"})
             late = await session.call_tool("late_tool", {})
+            try:  # a resource read reaches the upstream unjudged: left out by default
+                await session.read_resource("effect://touch")
+            except Exception as error:  # the SDK's JSON-RPC error
+                resource = str(error) or type(error).__name__
+            else:
+                resource = ""
             return {
+                "resource": resource,
                 "listed": listed,
                 "undeclared": undeclared,
                 "first": first,
@@ -184,6 +191,12 @@ class TestMcpPolicyConformance(PolicyConformance):
                 "get_weather",
                 seen["again"],
                 1,
+            ),
+            RouteAttempt(
+                route="resources/read (no policy judges it: left out unless relay_unjudged)",
+                refused=bool(seen["resource"]),
+                ran=any("resource" in entry for entry in entries),
+                error=seen["resource"],
             ),
         ]
 

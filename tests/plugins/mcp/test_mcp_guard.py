@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jevqueue import ExecutionContext, PolicyEnforcementPoint, create_default_policy_decision_point
 from jevqueue.approvals import ApprovalAuthority, SignedApprovalVerifier
 from jevqueue.audit import SQLiteAuditLog, verify_audit_log
-from jevqueue.errors import ApprovalDeclinedError
+from jevqueue.errors import ApprovalDeclinedError, ConfigurationError
 from jevqueue.plugins.mcp import PolicyProxyServer, Upstream
 from jevqueue.policy import ApprovalRequest, AuthorityApprover
 from mcp import ClientSession
@@ -112,33 +112,65 @@ def test_a_tool_the_upstream_relists_mid_session_is_judged_by_its_new_listing(
     assert json.loads(ref_proxy.audit_verify().stdout)["count"] == 3
 
 
-def test_resources_read_is_relayed_unjudged(tmp_path: Path) -> None:
-    """Not a route the proxy judges (another change handles resources): pinned, so that the
-    docs' claim stays true until then."""
+def _resource_proxy(tmp_path: Path, relay_unjudged: tuple[str, ...]) -> PolicyProxyServer:
     (tmp_path / "tools.json").write_text("[]", encoding="utf-8")
-    log = tmp_path / "calls.jsonl"
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    audit = tmp_path / "audit.sqlite3"
-    proxy = PolicyProxyServer(
+    return PolicyProxyServer(
         Upstream.stdio(
-            sys.executable, str(CONFORMANCE_SERVER), str(tmp_path / "tools.json"), str(log)
+            sys.executable,
+            str(CONFORMANCE_SERVER),
+            str(tmp_path / "tools.json"),
+            str(tmp_path / "calls.jsonl"),
         ),
         pep=PolicyEnforcementPoint(
-            create_default_policy_decision_point(), audit_logger=SQLiteAuditLog(audit)
+            create_default_policy_decision_point(),
+            audit_logger=SQLiteAuditLog(tmp_path / "audit.sqlite3"),
         ),
         specs=[],
         context=_context(workspace),
+        relay_unjudged=relay_unjudged,
     )
+
+
+def test_resources_no_policy_judges_are_left_out_unless_asked_for(tmp_path: Path) -> None:
+    """resources/read reaches the upstream unjudged: by default the proxy neither offers
+    resources nor relays a read asked for anyway, so nothing runs upstream."""
+    proxy = _resource_proxy(tmp_path, ())
+
+    async def scenario(session: Any) -> Any:
+        # mcp 1.x reads the handshake with a method, 2.x with a property.
+        offered = getattr(session, "get_server_capabilities", None)
+        offered = offered() if callable(offered) else session.server_capabilities
+        try:
+            await session.read_resource("effect://touch")
+        except Exception as refused:  # the SDK's JSON-RPC error (McpError, MCPError)
+            return offered, str(refused)
+        return offered, None
+
+    offered, refused = anyio.run(_session, proxy, scenario)
+    assert offered is not None and offered.resources is None
+    assert refused is not None
+    assert not (tmp_path / "calls.jsonl").exists(), "the upstream ran an unjudged read"
+
+
+def test_resources_are_relayed_unjudged_only_when_asked_for(tmp_path: Path) -> None:
+    proxy = _resource_proxy(tmp_path, ("resources",))
 
     async def scenario(session: Any) -> Any:
         return await session.read_resource("effect://touch")
 
     anyio.run(_session, proxy, scenario)
+    log = tmp_path / "calls.jsonl"
     assert [json.loads(line) for line in log.read_text().splitlines()] == [
         {"resource": "effect://touch"}
     ]
-    assert verify_audit_log(audit).count == 0
+    assert verify_audit_log(tmp_path / "audit.sqlite3").count == 0
+
+
+def test_an_unknown_unjudged_route_is_a_configuration_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"relay_unjudged names \['tools'\]"):
+        _resource_proxy(tmp_path, ("tools",))
 
 
 def _approving_proxy(setup: ProxySetup, approver: Any) -> tuple[PolicyProxyServer, Any]:

@@ -11,9 +11,11 @@ from proxy_client import proxy_client
 from raw_proxy import RawProxy
 
 
-def test_resources_prompts_and_instructions_are_relayed(ref_proxy: ProxySetup) -> None:
+def test_resources_prompts_and_instructions_are_relayed_when_asked(ref_proxy: ProxySetup) -> None:
+    relay = ("--relay-unjudged", "resources", "--relay-unjudged", "prompts")
+
     async def scenario() -> None:
-        async with proxy_client(ref_proxy.reference(), ref_proxy.env) as client:
+        async with proxy_client(ref_proxy.reference(*relay), ref_proxy.env) as client:
             assert client.server_name == "jevqueue-reference"
             assert client.instructions == "Reference server for the jevqueue proxy tests."
             assert await client.resource_uris() == ["note://greeting"]
