@@ -280,9 +280,14 @@ def _signal(action: Action, verdict: Verdict) -> JevError | None:
             f"the policy denied {action.tool}: " + "; ".join(verdict.reasons), verdict
         )
     if kind is VerdictKind.ALLOW_WITH_OBLIGATIONS and verdict.obligations:
+        # The records offered and refused say why first ("already used", "approves another
+        # action"), before what to do.
+        refused = "".join(
+            f"{reason}; " for reason in verdict.reasons if reason.startswith("approval record #")
+        )
         return UnfulfilledObligationError(
             f"{action.tool} needs {', '.join(verdict.obligations)} before it may run: "
-            f"obtain an approval for exactly {verdict.action_digest} from a trusted "
+            f"{refused}obtain an approval for exactly {verdict.action_digest} from a trusted "
             "authority and retry with the ApprovalRecord",
             verdict,
         )

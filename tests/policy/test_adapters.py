@@ -142,6 +142,25 @@ def test_the_seed_approval_flow_end_to_end() -> None:
         )
 
 
+def test_the_record_jevqueue_approve_prints_is_read_as_the_record_it_is() -> None:
+    # `jevqueue approve` prints the record as JSON; handed over as that dict it authorises
+    # the call (its signature, binding and freshness checked like any record's).
+    authority = ApprovalAuthority(Ed25519PrivateKey.generate(), "release-manager")
+    pep = PolicyEnforcementPoint(
+        create_default_policy_decision_point(),
+        audit_logger=RecordingAuditSink(),
+        approval_verifier=SignedApprovalVerifier({"release-manager": authority.public_key}),
+        consumed_approvals=MemoryConsumedApprovals(),
+    )
+    adapter = GenericAdapter(pep)
+    arguments = {"CommandLine": "make test", "Cwd": WORKSPACE}
+    digest = adapter.check("run_command", arguments, context_mapping()).action_digest
+    printed = authority.issue(digest).to_dict()
+    assert adapter.intercept_tool_call("run_command", arguments, context_mapping(), [printed])
+    with pytest.raises(UnfulfilledObligationError, match="already used"):
+        adapter.intercept_tool_call("run_command", arguments, context_mapping(), [printed])
+
+
 def test_generic_adapter_refuses_antigravity_only_tools() -> None:
     generic = GenericAdapter(PolicyEnforcementPoint(create_default_policy_decision_point()))
     with pytest.raises(UnregisteredToolError):
