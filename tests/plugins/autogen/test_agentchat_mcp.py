@@ -21,6 +21,10 @@ from jevqueue.plugins.autogen import PolicyWorkbench, tool_spec
 from jevqueue.plugins.autogen.testing import ScriptedChatCompletionClient, tool_call
 
 SERVER = Path(__file__).with_name("mcp_notes_server.py")
+# McpWorkbench waits 5 s for each answer by default; a loaded 2-core machine can take
+# longer just to start the server's Python (the MCP SDK then reports the timeout as
+# anyio.BrokenResourceError). A minute is a hang, not a slow start.
+TIMEOUT = 60.0
 
 
 def test_mcp_calls_are_judged_before_the_server_runs_them(workspace: Path, tmp_path: Path) -> None:
@@ -28,7 +32,9 @@ def test_mcp_calls_are_judged_before_the_server_runs_them(workspace: Path, tmp_p
     (workspace / "a.txt").write_text("ship on Friday")
 
     async def scenario() -> list[str]:
-        params = StdioServerParams(command=sys.executable, args=[str(SERVER), str(log)])
+        params = StdioServerParams(
+            command=sys.executable, args=[str(SERVER), str(log)], read_timeout_seconds=TIMEOUT
+        )
         async with McpWorkbench(params) as mcp:
             schemas = {tool["name"]: tool for tool in await mcp.list_tools()}
             specs = [
@@ -63,7 +69,11 @@ def test_mcp_calls_are_judged_before_the_server_runs_them(workspace: Path, tmp_p
 
 def test_an_mcp_tool_without_a_spec_stops_before_any_call(workspace: Path, tmp_path: Path) -> None:
     async def scenario() -> None:
-        params = StdioServerParams(command=sys.executable, args=[str(SERVER), str(tmp_path / "l")])
+        params = StdioServerParams(
+            command=sys.executable,
+            args=[str(SERVER), str(tmp_path / "l")],
+            read_timeout_seconds=TIMEOUT,
+        )
         async with McpWorkbench(params) as mcp:
             schemas = {tool["name"]: tool for tool in await mcp.list_tools()}
             specs = [
