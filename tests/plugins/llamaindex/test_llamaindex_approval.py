@@ -478,8 +478,15 @@ def test_a_call_cancelled_while_it_ran_is_not_run_again_on_resume(kit: Kit) -> N
         return "Sunny"
 
     tool = FunctionTool.from_defaults(async_fn=slow_weather)
+    # Depending on when the context was serialized, LlamaIndex may deliver the in-progress
+    # call once or twice on resume (each delivery is judged and refused; neither runs), and
+    # then asks the model once or once per delivery: a second "Done." answers a second ask.
     llm = ScriptedFunctionCallingLLM(
-        steps=[scripted_tool_calls(("slow_weather", {"city": "Oslo"}), ids=["call-1"]), "Done."]
+        steps=[
+            scripted_tool_calls(("slow_weather", {"city": "Oslo"}), ids=["call-1"]),
+            "Done.",
+            "Done.",
+        ]
     )
     agent = GovernedFunctionAgent(
         llm=llm,
@@ -508,9 +515,10 @@ def test_a_call_cancelled_while_it_ran_is_not_run_again_on_resume(kit: Kit) -> N
     result, results = run(go)
     assert result == "Done."
     assert ran == ["Oslo"], "the interrupted call ran again on resume"
-    assert results and all(r.tool_output.is_error for r in results)
-    assert "interrupted" in results[0].tool_output.content
-    llm.assert_complete()
+    assert 1 <= len(results) <= 2, results
+    assert all(r.tool_output.is_error for r in results)
+    assert all("interrupted" in r.tool_output.content for r in results)
+    assert 2 <= len(llm.requests) <= 1 + len(results), llm.requests
 
 
 def test_a_decline_reaches_the_model_after_a_restore_into_a_fresh_agent(kit: Kit) -> None:
