@@ -46,7 +46,7 @@ import copy
 import inspect
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -401,49 +401,53 @@ class Guard:
         Raises:
             PolicyDeniedError: ``judgement`` is not allowed.
         """
-        key = self._run_key(judgement)
-        if key is not None:
-            with self._lock:
-                done = self._ran.get(key)
-            if done is not None:
-                replayed: T = _replay(done)
-                return replayed
-        try:
+        key, done = self._previous_run(judgement)
+        if done is not None:
+            replayed: T = _replay(done)
+            return replayed
+        with self._recorded(judgement, key) as record:
             result = execute(judgement.run_arguments())
-        except Exception as error:
-            self._remember(judgement, key, (False, error))
-            raise
-        except BaseException:
-            # Cancelled or interrupted midway: the effect may have happened. A replay says
-            # so; it never re-raises this cancellation into another task.
-            self._remember(judgement, key, (False, _interrupted(judgement)))
-            raise
-        self._remember(judgement, key, (True, result))
+            record(result)
         return result
 
     async def arun(
         self, judgement: Judgement, execute: Callable[[dict[str, Any]], Awaitable[T]]
     ) -> T:
         """Like :meth:`run`, for an ``async`` executor."""
-        key = self._run_key(judgement)
-        if key is not None:
-            with self._lock:
-                done = self._ran.get(key)
-            if done is not None:
-                again: T = _replay(done)
-                return again
-        try:
+        key, done = self._previous_run(judgement)
+        if done is not None:
+            replayed: T = _replay(done)
+            return replayed
+        with self._recorded(judgement, key) as record:
             result = await execute(judgement.run_arguments())
+            record(result)
+        return result
+
+    def _previous_run(
+        self, judgement: Judgement
+    ) -> tuple[tuple[str, str] | None, tuple[bool, Any] | None]:
+        """The run-once key of ``judgement``, and how its first run ended, if it ran."""
+        key = self._run_key(judgement)
+        if key is None:
+            return None, None
+        with self._lock:
+            return key, self._ran.get(key)
+
+    @contextlib.contextmanager
+    def _recorded(
+        self, judgement: Judgement, key: tuple[str, str] | None
+    ) -> Iterator[Callable[[Any], None]]:
+        """Remember how the run inside ends: returned (through the callable), raised, or
+        cancelled midway — the effect may have happened, and a replay says so, never
+        re-raising this cancellation into another task."""
+        try:
+            yield lambda result: self._remember(judgement, key, (True, result))
         except Exception as error:
             self._remember(judgement, key, (False, error))
             raise
         except BaseException:
-            # Cancelled or interrupted midway: the effect may have happened. A replay says
-            # so; it never re-raises this cancellation into another task.
             self._remember(judgement, key, (False, _interrupted(judgement)))
             raise
-        self._remember(judgement, key, (True, result))
-        return result
 
     def _run_key(self, judgement: Judgement) -> tuple[str, str] | None:
         if not isinstance(judgement, Judgement) or not judgement.allowed:
