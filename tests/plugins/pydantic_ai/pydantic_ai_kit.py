@@ -3,12 +3,36 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from jevqueue import ExecutionContext, PolicyEnforcementPoint, create_default_policy_decision_point
+from jevqueue.approvals import ApprovalAuthority, MemoryConsumedApprovals, SignedApprovalVerifier
 from jevqueue.plugins.pydantic_ai import GovernorCapability, PolicyCapability, tool_spec
 from jevqueue.testing.conformance import ConformanceTool
+from jevqueue.testing.recording_audit import RecordingAuditSink
 from pydantic_ai import Agent, DeferredToolRequests, Tool
 from pydantic_ai.messages import ModelResponse
+
+
+class SignedPolicy:
+    """The default policy over ``root``: a PEP whose approvals ``authority`` signs, a
+    recording audit sink, single-use approvals in memory, and the context."""
+
+    def __init__(self, root: Path) -> None:
+        key = Ed25519PrivateKey.generate()
+        self.authority = ApprovalAuthority(key, "alice")
+        self.audit = RecordingAuditSink()
+        self.pep = PolicyEnforcementPoint(
+            create_default_policy_decision_point(),
+            audit_logger=self.audit,
+            approval_verifier=SignedApprovalVerifier({"alice": key.public_key()}),
+            consumed_approvals=MemoryConsumedApprovals(),
+        )
+        self.context = ExecutionContext(
+            task_id="task-1", actor_id="agent", workspace=str(root), git_sha="0123456"
+        )
 
 
 def pydantic_tool(neutral: ConformanceTool) -> Tool[Any]:

@@ -7,19 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jevqueue import (
     ConfigurationError,
-    ExecutionContext,
-    PolicyEnforcementPoint,
-    create_default_policy_decision_point,
 )
-from jevqueue.approvals import ApprovalAuthority, MemoryConsumedApprovals, SignedApprovalVerifier
 from jevqueue.plugins.pydantic_ai import PolicyCapability, approval_results, tool_spec
 from jevqueue.plugins.pydantic_ai.testing import ModelCall, ScriptedModel, tool_call
-from jevqueue.testing.recording_audit import RecordingAuditSink
 from pydantic_ai import Agent, DeferredToolRequests, Tool
 from pydantic_ai.messages import RetryPromptPart, ToolReturnPart
+from pydantic_ai_kit import SignedPolicy
 
 
 class Workspace:
@@ -29,18 +24,9 @@ class Workspace:
         self.root = root
         self.commands: list[str] = []
         self.written: list[tuple[str, str]] = []
-        key = Ed25519PrivateKey.generate()
-        self.authority = ApprovalAuthority(key, "alice")
-        self.audit = RecordingAuditSink()
-        self.pep = PolicyEnforcementPoint(
-            create_default_policy_decision_point(),
-            audit_logger=self.audit,
-            approval_verifier=SignedApprovalVerifier({"alice": key.public_key()}),
-            consumed_approvals=MemoryConsumedApprovals(),
-        )
-        self.context = ExecutionContext(
-            task_id="task-1", actor_id="agent", workspace=str(root), git_sha="0123456"
-        )
+        policy = SignedPolicy(root)
+        self.authority, self.audit = policy.authority, policy.audit
+        self.pep, self.context = policy.pep, policy.context
 
         def write_to_file(TargetFile: str, CodeContent: str) -> str:
             """Write CodeContent to the file TargetFile."""
