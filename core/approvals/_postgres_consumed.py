@@ -9,6 +9,7 @@ from typing import Any
 
 from jevqueue.approvals._check import CLOCK_SKEW, DEFAULT_FRESHNESS
 from jevqueue.db._connection import database_url, driver, open_pool, quoted_schema, redacted
+from jevqueue.db._failure_cause import failure_cause
 from jevqueue.db._migrations import DEFAULT_SCHEMA, check_schema
 from jevqueue.errors import ConfigurationError, JevRuntimeError
 
@@ -31,11 +32,14 @@ class ConsumedApprovalsError(JevRuntimeError):
 class PostgresConsumedApprovals:
     """The consumed-approval set in PostgreSQL, shared by every worker of a fleet.
 
-    :meth:`consume` is one ``INSERT ... ON CONFLICT (approval_id) DO NOTHING``, committed
+    :meth:`consume` is one call of the schema's ``consume_approval`` function — an
+    ``INSERT ... ON CONFLICT (approval_id) DO NOTHING`` — committed
     (``synchronous_commit = on``) before it returns: the primary key decides, inside the
     database, which of any number of concurrent callers on any number of hosts wins — there
     is no read before the write for a race to slip between. Exactly one caller gets
-    ``True``; every later or concurrent one gets ``False``.
+    ``True``; every later or concurrent one gets ``False``. The function runs as the
+    schema's owner, so a worker needs no right to write the table: it cannot rename, delete
+    or back-date a used approval to use it again.
 
     Every failure (the server unreachable, a dropped connection, a statement timeout, a
     full disk, a failover) raises :class:`ConsumedApprovalsError`, which
@@ -45,9 +49,14 @@ class PostgresConsumedApprovals:
 
     :meth:`prune` forgets approvals consumed longer ago than a retention that is never
     shorter than :data:`MINIMUM_RETENTION`, so single use holds within the freshness window
-    while the table stays small.
+    while the table stays small. The schema's ``prune_consumed_approvals`` function does
+    the deleting and refuses a shorter retention itself, whoever calls it.
 
-    The schema must have been created with :func:`jevqueue.db.migrate`.
+    The schema must have been created with :func:`jevqueue.db.migrate`. A worker's database
+    user needs ``USAGE`` on the schema, ``SELECT`` on ``consumed_approvals`` and
+    ``schema_version`` and ``EXECUTE`` on ``consume_approval``; the pruning job's needs
+    ``USAGE`` on the schema, ``SELECT`` on ``schema_version`` and ``EXECUTE`` on
+    ``prune_consumed_approvals`` (see docs/deployment.md).
 
     Args:
         url: a libpq connection string; default ``$JEVQUEUE_DATABASE_URL``.
@@ -81,12 +90,9 @@ class PostgresConsumedApprovals:
         self.connect_timeout = connect_timeout
         self.pool_size = pool_size
         self.where = redacted(self.url)
-        self._insert = (
-            f"INSERT INTO {s}.consumed_approvals (approval_id, action_digest) VALUES (%s, %s) "
-            "ON CONFLICT (approval_id) DO NOTHING"
-        )
+        self._consume = f"SELECT {s}.consume_approval(%s, %s)"
         self._contains = f"SELECT 1 FROM {s}.consumed_approvals WHERE approval_id = %s"
-        self._prune = f"DELETE FROM {s}.consumed_approvals WHERE consumed_at < now() - %s::interval"
+        self._prune = f"SELECT {s}.prune_consumed_approvals(%s::interval)"
         self._psycopg, _ = driver()
         self._lock = threading.Lock()
         self._pid = os.getpid()
@@ -155,8 +161,8 @@ class PostgresConsumedApprovals:
 
     def _failure(self, what: str, error: BaseException) -> ConsumedApprovalsError:
         return ConsumedApprovalsError(
-            f"the consumed-approval store {self.where}: {what} ({type(error).__name__}: "
-            f"{str(error).strip() or 'no detail'}); the approval is not fulfilled"
+            f"the consumed-approval store {self.where}: {what} ({failure_cause(error)}); "
+            "the approval is not fulfilled"
         )
 
     def consume(self, approval_id: str, action_digest: str) -> bool:
@@ -169,9 +175,16 @@ class PostgresConsumedApprovals:
         if type(approval_id) is not str or type(action_digest) is not str:
             raise ConsumedApprovalsError("approval_id and action_digest must be strings")
         cursor = self._run(
-            "record the approval as used", self._insert, (approval_id, action_digest)
+            "record the approval as used", self._consume, (approval_id, action_digest)
         )
-        return bool(cursor.rowcount == 1)
+        row = cursor.fetchone()
+        if row is None or type(row[0]) is not bool:
+            raise ConsumedApprovalsError(
+                f"the consumed-approval store {self.where} answered {row!r} instead of true "
+                "or false (is the schema's consume_approval function damaged? run `jevqueue "
+                "db migrate`); the approval is not fulfilled"
+            )
+        return row[0]
 
     def __contains__(self, approval_id: object) -> bool:
         if type(approval_id) is not str:
@@ -194,7 +207,8 @@ class PostgresConsumedApprovals:
                 "clock skew)"
             )
         cursor = self._run("prune consumed approvals", self._prune, (older_than,))
-        return int(cursor.rowcount)
+        row = cursor.fetchone()
+        return 0 if row is None or row[0] is None else int(row[0])
 
     def close(self) -> None:
         """Close the pool; later calls raise :class:`ConsumedApprovalsError`."""

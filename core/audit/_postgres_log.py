@@ -16,6 +16,7 @@ from jevqueue.audit._record import (
 from jevqueue.audit._sink import ChainedAuditLog
 from jevqueue.audit._sqlite_log import COLUMNS
 from jevqueue.db._connection import database_url, driver, open_pool, quoted_schema, redacted
+from jevqueue.db._failure_cause import failure_cause
 from jevqueue.db._migrations import DEFAULT_SCHEMA, check_schema
 from jevqueue.errors import AuditReadError, AuditWriteError, ConfigurationError
 
@@ -45,7 +46,9 @@ class PostgresAuditLog(ChainedAuditLog):
     ``jevqueue audit export`` turns either into a verifiable JSONL file.
 
     **One chain, whoever writes.** An append is one statement, the schema's
-    ``append_records`` function: it locks the single ``audit_head`` row
+    ``append_records`` function: it runs as the schema's owner (``SECURITY DEFINER``, with
+    a fixed ``search_path``), so a worker needs no right to write the tables and cannot put
+    a row anywhere but at the end of the chain. It locks the single ``audit_head`` row
     (``SELECT ... FOR UPDATE``), hashes each record onto the one before it (this side sends
     each record's canonical JSON split around its ``prev_hash``, and checks every hash the
     server returns), inserts the records and moves the head. Every writer on every host
@@ -56,9 +59,10 @@ class PostgresAuditLog(ChainedAuditLog):
 
     **Durable before the call runs.** The appending transaction commits without waiting for
     the flush (so the lock is released at once); :meth:`append` then commits a write of the
-    server process's own ``audit_flush`` row synchronously (``synchronous_commit = on``),
-    which returns once the WAL — one sequence — is flushed past the record (on the server,
-    and on synchronous standbys when configured). Only then does :meth:`append` return. A
+    server process's own ``audit_flush`` row (by the owner's ``flush_appends`` function)
+    synchronously (``synchronous_commit = on``), which returns once the WAL — one
+    sequence — is flushed past the record (on the server, and on synchronous standbys when
+    configured). Only then does :meth:`append` return. A
     crash before that loses a suffix of records no caller was told were written, never one
     in the middle. Any failure — the server unreachable, a dropped connection, a statement
     or lock timeout, a full disk, a failover — raises
@@ -78,7 +82,10 @@ class PostgresAuditLog(ChainedAuditLog):
     next append succeeds without a restart of the worker. A forked child opens its own pool.
 
     The schema must have been created with :func:`jevqueue.db.migrate`
-    (``jevqueue db migrate``); it is checked on the first append.
+    (``jevqueue db migrate``); it is checked on the first append. The database user needs
+    ``USAGE`` on the schema, ``SELECT`` on ``audit_log``, ``audit_head`` and
+    ``schema_version``, and ``EXECUTE`` on ``append_records`` and ``flush_appends`` — no
+    more (see docs/deployment.md).
 
     Args:
         url: a libpq connection string; default ``$JEVQUEUE_DATABASE_URL``.
@@ -189,9 +196,8 @@ class PostgresAuditLog(ChainedAuditLog):
 
     def _failure(self, what: str, error: BaseException) -> AuditWriteError:
         return AuditWriteError(
-            f"the audit log {self.path}: {what} ({type(error).__name__}: "
-            f"{str(error).strip() or 'no detail'}); the decision was not recorded and its "
-            "call is denied"
+            f"the audit log {self.path}: {what} ({failure_cause(error)}); the decision was "
+            "not recorded and its call is denied"
         )
 
     # --- appending --------------------------------------------------------------------
@@ -348,7 +354,7 @@ class PostgresAuditLog(ChainedAuditLog):
                 row = connection.execute(self._count).fetchone()
         except psycopg.Error as error:
             raise AuditReadError(
-                f"cannot read the audit log {self.path} ({type(error).__name__}: {error})"
+                f"cannot read the audit log {self.path} ({failure_cause(error)})"
             ) from error
         return 0 if row is None else int(row[0])
 
@@ -362,17 +368,16 @@ class PostgresAuditLog(ChainedAuditLog):
 
 
 # The durability step after an asynchronously committed chaining transaction: a write of
-# this server process's own row (so writers never contend for it) in a transaction that
-# commits synchronously (the session's setting). It returns once the WAL is flushed — on the
-# primary, and on synchronous standbys when configured — up to its own commit record, which
-# lies after the chaining transaction's. WAL is one sequence, so the record is durable then;
-# and concurrent writers share flushes (one flush covers every commit written before it).
+# this server process's own row (so writers never contend for it), by the schema owner's
+# flush_appends function, in a transaction that commits synchronously (the session's
+# setting; the function sets nothing but its search_path). It returns once the WAL is
+# flushed — on the primary, and on synchronous standbys when configured — up to its own
+# commit record, which lies after the chaining transaction's. WAL is one sequence, so the
+# record is durable then; and concurrent writers share flushes (one flush covers every
+# commit written before it).
 # Should the server crash before the flush, the chaining transaction and every one after it
 # are lost together: the chain loses a suffix of unacknowledged records, never a middle.
-_FLUSH = (
-    "INSERT INTO {s}.audit_flush AS mark (backend_pid, flushes) VALUES (pg_backend_pid(), 1) "
-    "ON CONFLICT (backend_pid) DO UPDATE SET flushes = mark.flushes + 1"
-)
+_FLUSH = "SELECT {s}.flush_appends()"
 
 
 _PREV_KEY = b',"prev_hash":"'
@@ -457,7 +462,7 @@ def read_postgres_log(
             connection.rollback()
     except psycopg.Error as error:
         raise AuditReadError(
-            f"cannot read the audit log {target} ({type(error).__name__}: {error}): check the "
+            f"cannot read the audit log {target} ({failure_cause(error)}): check the "
             "connection string and that the server is up"
         ) from error
     head = None if head_row is None else (int(head_row[0]), str(head_row[1]))

@@ -6,7 +6,9 @@ by a libpq connection string, passed in code or taken from ``$JEVQUEUE_DATABASE_
 The library creates and upgrades its tables itself, in a schema of their own (``jevqueue``
 unless told otherwise), by numbered migrations recorded in ``<schema>.schema_version``:
 :func:`migrate` (``jevqueue db migrate``) is idempotent and safe to run from several
-hosts at once.
+hosts at once. The role that migrates owns the tables; workers write them only through
+the schema's functions, which run as that owner, and need no right to write any table
+(the grants each role needs are in docs/deployment.md).
 
 * :func:`migrate` — bring the schema to :data:`SCHEMA_VERSION`; returns a
   :class:`MigrationReport`.

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jevqueue.db._connection import database_url, driver, quoted_schema, redacted
+from jevqueue.db._failure_cause import failure_cause
+from jevqueue.db._write_functions import WRITE_FUNCTIONS
 from jevqueue.errors import ConfigurationError
 
 __all__ = [
@@ -123,6 +125,12 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         $$;
         """,
     ),
+    (
+        4,
+        "workers write only through functions that run as the schema's owner; every other "
+        "role's direct writes to the tables are revoked",
+        WRITE_FUNCTIONS,
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The schema version this release of jevqueue reads and writes."""
@@ -138,6 +146,8 @@ class MigrationReport:
         before: the version found (0: no jevqueue schema yet).
         after: the version now in place (:data:`SCHEMA_VERSION`).
         applied: the descriptions of the migrations applied now, in order.
+        notes: what the migrations reported while running, in order — such as the
+            privileges they granted or revoked.
     """
 
     url: str
@@ -145,14 +155,18 @@ class MigrationReport:
     before: int
     after: int
     applied: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
     def summary(self) -> str:
-        """One line for the command line."""
+        """What was done, for the command line: one line, then one per note."""
         if not self.applied:
             return f"schema {self.schema} of {self.url} is at version {self.after}: up to date"
-        return (
-            f"schema {self.schema} of {self.url} migrated from version {self.before} to "
-            f"{self.after}: " + "; ".join(self.applied)
+        return "\n".join(
+            (
+                f"schema {self.schema} of {self.url} migrated from version {self.before} to "
+                f"{self.after}: " + "; ".join(self.applied),
+                *(f"  {note}" for note in self.notes),
+            )
         )
 
 
@@ -171,6 +185,11 @@ def migrate(url: str | None = None, *, schema: str = DEFAULT_SCHEMA) -> Migratio
     Idempotent: a schema already at the current version is left alone. All pending
     migrations run in one transaction under an advisory lock, so two hosts migrating at
     once apply each step exactly once, and a failed migration leaves the schema as it was.
+
+    The role that migrates owns the tables and the functions through which every other
+    role writes them (they run as it), so run each migration as the same role. Version 4
+    moves the roles that could write the tables onto those functions and revokes their
+    direct writes; :attr:`MigrationReport.notes` lists each grant and revocation.
 
     Args:
         url: a libpq connection string (default ``$JEVQUEUE_DATABASE_URL``).
@@ -197,6 +216,10 @@ def migrate(url: str | None = None, *, schema: str = DEFAULT_SCHEMA) -> Migratio
             before = int(row[0]) if row else 0
             _refuse_newer(before, target, schema)
             applied: list[str] = []
+            notes: list[str] = []
+            connection.add_notice_handler(
+                lambda notice: notes.append(" ".join(str(notice.message_primary).split()))
+            )
             for version, description, sql in MIGRATIONS:
                 if version <= before:
                     continue
@@ -210,10 +233,13 @@ def migrate(url: str | None = None, *, schema: str = DEFAULT_SCHEMA) -> Migratio
     except psycopg.Error as error:
         raise ConfigurationError(
             f"cannot migrate the jevqueue schema {schema!r} of {redacted(target)} "
-            f"({type(error).__name__}: {error}): check the connection string and that its "
-            "user may create schemas and tables"
+            f"({failure_cause(error, grants=False)}): check the connection string, that "
+            "its user may create schemas and tables, and that it is the role that owns the "
+            "schema's tables and functions (the one earlier migrations ran as)"
         ) from error
-    return MigrationReport(redacted(target), schema, before, SCHEMA_VERSION, tuple(applied))
+    return MigrationReport(
+        redacted(target), schema, before, SCHEMA_VERSION, tuple(applied), tuple(notes)
+    )
 
 
 def schema_version(url: str | None = None, *, schema: str = DEFAULT_SCHEMA) -> int:

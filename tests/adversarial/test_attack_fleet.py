@@ -3,14 +3,21 @@
 Each "host" is its own process with its own enforcement point, consumed-approval store and
 audit log, all on the session's real server. A replayed approval must never let a second
 command run anywhere; a record edited in the shared log must be named by `audit verify`.
+A worker logged in with exactly the grants docs/deployment.md lists does all its work, and
+every write it tries around the schema's functions is refused by the server.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +229,340 @@ def test_a_forged_row_slipped_in_beyond_the_head_is_named(
     result = CliRunner().invoke(main, ["audit", "verify", url, "--schema", schema])
     assert result.exit_code == 1
     assert "inserted" in result.output and "edited: index 3 (decision forged)" in result.output
+
+
+# --- workers with exactly the grants docs/deployment.md lists -----------------------------
+# A worker may append to the chain and consume approvals, through the schema owner's
+# functions, and read; it may write no table. Each attack below is a statement that a
+# compromised worker (or pruning job) sends with its own credentials: the server must
+# refuse it, nothing may change, and the fleet must go on deciding and auditing.
+
+_DEPLOYMENT = Path(__file__).resolve().parents[2] / "docs" / "deployment.md"
+
+
+def _documented_grants() -> list[str]:
+    """The statements of the grants block in docs/deployment.md, comments dropped."""
+    text = _DEPLOYMENT.read_text("utf-8")
+    found = re.search(r"```sql\n(-- every worker.*?)```", text, re.DOTALL)
+    assert found, "docs/deployment.md lost its grants block"
+    lines = [line for line in found.group(1).splitlines() if not line.startswith("--")]
+    return [statement.strip() for statement in "\n".join(lines).split(";") if statement.strip()]
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """The admin's URL, the schema, and one URL per documented role."""
+
+    url: str
+    schema: str
+    worker: str
+    pruner: str
+    auditor: str
+
+
+@pytest.fixture
+def fleet(postgres_schema: tuple[str, str]) -> Iterator[Fleet]:
+    import psycopg
+
+    url, schema = postgres_schema
+    suffix = uuid.uuid4().hex[:8]
+    roles = {stem: f"{stem}_{suffix}" for stem in ("fleet_worker", "approvals_pruner", "auditor")}
+    with psycopg.connect(url, autocommit=True) as admin:
+        for role in roles.values():
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+        for statement in _documented_grants():
+            statement = statement.replace("SCHEMA jevqueue ", f'SCHEMA "{schema}" ')
+            statement = statement.replace("jevqueue.", f'"{schema}".')
+            for stem, role in roles.items():
+                statement = re.sub(rf"\b{stem}\b", role, statement)
+            admin.execute(statement)
+
+    def login(role: str) -> str:
+        return url.replace("//postgres@", f"//{role}@", 1)
+
+    yield Fleet(
+        url,
+        schema,
+        login(roles["fleet_worker"]),
+        login(roles["approvals_pruner"]),
+        login(roles["auditor"]),
+    )
+    with psycopg.connect(url, autocommit=True) as admin:
+        for role in roles.values():
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            admin.execute(f"DROP OWNED BY {role} CASCADE")
+            admin.execute(f"DROP ROLE {role}")
+
+
+def _worker_pep(fleet: Fleet, authority: ApprovalAuthority) -> tuple[Any, Any, Any]:
+    """A PEP of a worker host, on the worker's credentials: (adapter, log, store)."""
+    from jevqueue.approvals import PostgresConsumedApprovals
+    from jevqueue.audit import PostgresAuditLog
+
+    log = PostgresAuditLog(fleet.worker, schema=fleet.schema)
+    store = PostgresConsumedApprovals(fleet.worker, schema=fleet.schema)
+    adapter = GenericAdapter(
+        PolicyEnforcementPoint(
+            create_default_policy_decision_point(),
+            audit_logger=log,
+            approval_verifier=SignedApprovalVerifier({"alice": authority.public_key}),
+            consumed_approvals=store,
+        )
+    )
+    return adapter, log, store
+
+
+WRITE = {"TargetFile": "/workspace/project/src/app.py", "CodeContent": "x = 1\n"}
+
+
+def _state(fleet: Fleet) -> tuple[list[Any], ...]:
+    """Everything a worker could damage, as the owner sees it."""
+    import psycopg
+
+    t = f'"{fleet.schema}".'
+    with psycopg.connect(fleet.url, autocommit=True) as admin:
+        return tuple(
+            admin.execute(f"SELECT * FROM {t}{table} ORDER BY 1").fetchall()
+            for table in ("audit_log", "audit_head", "consumed_approvals", "schema_version")
+        )
+
+
+def _fleet_keeps_deciding(fleet: Fleet, authority: ApprovalAuthority, records: int) -> None:
+    """A worker's next decision is allowed and audited, and the chain verifies."""
+    from jevqueue.audit import verify_audit_log
+
+    adapter, log, store = _worker_pep(fleet, authority)
+    try:
+        assert adapter.intercept_tool_call("write_to_file", WRITE, CONTEXT) is True
+    finally:
+        log.close()
+        store.close()
+    report = verify_audit_log(fleet.auditor, schema=fleet.schema)
+    assert report.ok and report.count == records + 1, report.summary()
+
+
+def test_a_worker_with_the_documented_grants_does_all_its_work(
+    fleet: Fleet, authority: ApprovalAuthority, tmp_path: Path
+) -> None:
+    """Decide, append, consume, look up, reconnect, verify, export, prune: nothing more."""
+    import psycopg
+    from jevqueue.approvals import ConsumedApprovalsError, PostgresConsumedApprovals
+    from jevqueue.audit import export_audit_log, verify_audit_log
+
+    record = authority.issue(_digest())
+    # two hosts in processes of their own race for one approval: one runs the command
+    assert sorted(_hosts(2, fleet.worker, fleet.schema, authority, record, tmp_path)) == [
+        False,
+        True,
+    ]
+    assert len(list(tmp_path.iterdir())) == 1
+    adapter, log, store = _worker_pep(fleet, authority)
+    try:
+        assert adapter.intercept_tool_call("write_to_file", WRITE, CONTEXT) is True
+        assert record.approval_id in store and "never-used" not in store
+        # the server drops the worker's idle connections: the retry looks its batch up
+        with psycopg.connect(fleet.url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (fleet.worker.split("//")[1].split("@")[0],),
+            )
+        log.append({"result": "ALLOW", "reasons": ["after a reconnect"]})
+        assert len(log) == 4 and len(list(log.records())) == 4
+        with pytest.raises(ConsumedApprovalsError, match="lacks a grant"):
+            store.prune()  # a worker is not the pruning job
+    finally:
+        log.close()
+        store.close()
+    pruning = PostgresConsumedApprovals(fleet.pruner, schema=fleet.schema)
+    try:
+        assert pruning.prune() == 0
+    finally:
+        pruning.close()
+    for reader in (fleet.worker, fleet.auditor):
+        report = verify_audit_log(reader, schema=fleet.schema)
+        assert report.ok and report.count == 4, report.summary()
+    export_audit_log(fleet.auditor, tmp_path / "copy.jsonl", schema=fleet.schema)
+    assert verify_audit_log(tmp_path / "copy.jsonl").count == 4
+
+
+_ROW_AT_THE_HEAD = (
+    "INSERT INTO {t}audit_log SELECT h.count, 'stray', l.timestamp, l.action_digest, l.tool, "
+    "l.result, l.reasons, l.obligations, l.rule_ids, l.policy_revision, l.task_id, "
+    "l.actor_id, l.environment, l.workspace, l.git_sha, l.allowed, h.record_hash, "
+    "l.record_hash FROM {t}audit_log AS l JOIN {t}audit_head AS h ON l.seq = h.count - 1"
+)
+
+_WORKER_WRITES = {
+    "a stray row at seq = count": _ROW_AT_THE_HEAD,
+    "a stray row far ahead": "INSERT INTO {t}audit_log (seq) VALUES (1000000)",
+    "the head moved on": "UPDATE {t}audit_head SET count = count + 1",
+    "the head moved back": "UPDATE {t}audit_head SET count = 0, record_hash = 'sha256:0'",
+    "a denial rewritten": "UPDATE {t}audit_log SET result = 'ALLOW', allowed = true",
+    "records deleted": "DELETE FROM {t}audit_log",
+    "the log emptied": "TRUNCATE {t}audit_log",
+    "a flush row planted": "INSERT INTO {t}audit_flush VALUES (pg_backend_pid() + 1, 0)",
+    "a newer schema announced": "INSERT INTO {t}schema_version VALUES (99, 'from the future')",
+    "the schema version rewound": "UPDATE {t}schema_version SET version = version - 10",
+    "a used approval renamed": "UPDATE {t}consumed_approvals SET approval_id = 'renamed'",
+    "a used approval deleted": "DELETE FROM {t}consumed_approvals",
+    "a used approval back-dated": "UPDATE {t}consumed_approvals SET consumed_at = 'epoch'",
+    "an approval consumed back-dated": (
+        "INSERT INTO {t}consumed_approvals VALUES ('planted', 'sha256:0', 'epoch')"
+    ),
+    "approvals pruned at once": "SELECT {t}prune_consumed_approvals('0 seconds')",
+    "the head locked by hand": "SELECT * FROM {t}audit_head FOR UPDATE",
+    "the head's table locked": "LOCK TABLE {t}audit_head IN EXCLUSIVE MODE",
+    "a trigger on the log": (
+        "CREATE TRIGGER t BEFORE UPDATE ON {t}audit_log "
+        "FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()"
+    ),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(_WORKER_WRITES))
+def test_the_server_refuses_every_direct_write_of_a_worker(
+    fleet: Fleet, authority: ApprovalAuthority, attack: str
+) -> None:
+    import psycopg
+
+    adapter, log, store = _worker_pep(fleet, authority)
+    try:
+        assert adapter.intercept_tool_call("write_to_file", WRITE, CONTEXT) is True
+        assert adapter.intercept_tool_call("write_to_file", WRITE, CONTEXT) is True
+        assert store.consume("used-approval", "sha256:" + "ab" * 32) is True
+    finally:
+        log.close()
+        store.close()
+    before = _state(fleet)
+    with (
+        psycopg.connect(fleet.worker) as worker,  # in a transaction, as a lock would be held
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        worker.execute(_WORKER_WRITES[attack].format(t=f'"{fleet.schema}".'))
+    assert _state(fleet) == before
+    _fleet_keeps_deciding(fleet, authority, records=2)
+
+
+def test_a_used_approval_cannot_be_brought_back_into_use_by_a_worker_or_the_pruner(
+    fleet: Fleet, authority: ApprovalAuthority, tmp_path: Path
+) -> None:
+    import psycopg
+    from jevqueue.approvals import PostgresConsumedApprovals
+    from jevqueue.audit import verify_audit_log
+    from jevqueue.errors import ConfigurationError
+
+    record = authority.issue(_digest())
+    assert _hosts(1, fleet.worker, fleet.schema, authority, record, tmp_path) == [True]
+    t = f'"{fleet.schema}".'
+    with psycopg.connect(fleet.worker, autocommit=True) as worker:
+        for statement in (
+            f"UPDATE {t}consumed_approvals SET approval_id = approval_id || '-old'",
+            f"DELETE FROM {t}consumed_approvals WHERE approval_id = %s",
+            f"UPDATE {t}consumed_approvals SET consumed_at = 'epoch' WHERE approval_id = %s",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                worker.execute(statement, (record.approval_id,) if "%s" in statement else None)
+    with psycopg.connect(fleet.pruner, autocommit=True) as pruner:
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="may still be fresh"):
+            pruner.execute(f"SELECT {t}prune_consumed_approvals('1 second')")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            pruner.execute(f"DELETE FROM {t}consumed_approvals")
+    pruning = PostgresConsumedApprovals(fleet.pruner, schema=fleet.schema)
+    try:
+        with pytest.raises(ConfigurationError, match="may still be fresh"):
+            pruning.prune(timedelta(seconds=1))
+        assert pruning.prune() == 0
+    finally:
+        pruning.close()
+    # the replay, on another host: refused, not run, and the refusal is in the log
+    assert _hosts(1, fleet.worker, fleet.schema, authority, record, tmp_path) == [False]
+    assert [path.name for path in tmp_path.iterdir()] == ["host-0"]
+    report = verify_audit_log(fleet.auditor, schema=fleet.schema)
+    assert report.ok and report.count == 2, report.summary()
+    from jevqueue.audit import PostgresAuditLog
+
+    log = PostgresAuditLog(fleet.auditor, schema=fleet.schema)
+    first, replay = list(log.records())
+    log.close()
+    assert first.allowed and first.action_digest == _digest()
+    assert not replay.allowed and replay.action_digest == _digest()
+    assert any("already used" in reason for reason in replay.reasons), replay.reasons
+
+
+def test_the_write_functions_refuse_malformed_batches_whole(
+    fleet: Fleet, authority: ApprovalAuthority
+) -> None:
+    """A worker calling append_records by hand cannot leave a half batch or break the head."""
+    import psycopg
+
+    adapter, log, store = _worker_pep(fleet, authority)
+    try:
+        assert adapter.intercept_tool_call("write_to_file", WRITE, CONTEXT) is True
+    finally:
+        log.close()
+        store.close()
+    before = _state(fleet)
+    text = ["x", "x"]
+    call = (
+        f'SELECT * FROM "{fleet.schema}".append_records('
+        + ", ".join(["%s::bytea[]"] * 2 + ["%s::text[]"] * 14 + ["%s::boolean[]"])
+        + ")"
+    )
+    batches = {
+        "arrays of unequal length": [[b"{", b"{"], [b"}", b"}"], *([text] * 13), ["x"], [True]],
+        "a null prefix": [[None], [b"}"], *([["x"]] * 14), [True]],
+        "null arrays": [None] * 17,
+        "a null decision id": [[b"{"], [b"}"], [None], *([["x"]] * 13), [True]],
+    }
+    with psycopg.connect(fleet.worker, autocommit=True) as worker:
+        for name, arguments in batches.items():
+            with pytest.raises(psycopg.Error):
+                worker.execute(call, arguments)
+            assert _state(fleet) == before, name
+    _fleet_keeps_deciding(fleet, authority, records=1)
+
+
+def test_a_role_without_the_worker_grants_cannot_append_or_consume(fleet: Fleet) -> None:
+    """EXECUTE is not PUBLIC's: an auditor reads the log and can write nothing."""
+    import psycopg
+
+    t = f'"{fleet.schema}".'
+    before = _state(fleet)
+    with psycopg.connect(fleet.auditor, autocommit=True) as auditor:
+        for statement in (
+            f"SELECT {t}consume_approval('a', 'sha256:0')",
+            f"SELECT {t}flush_appends()",
+            f"SELECT {t}prune_consumed_approvals('1 day')",
+            f"SELECT * FROM {t}append_records('{{}}', '{{}}', "
+            + ", ".join(["'{}'"] * 14)
+            + ", '{}')",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                auditor.execute(statement)
+    assert _state(fleet) == before
+
+
+def test_objects_a_worker_creates_do_not_divert_the_functions(fleet: Fleet) -> None:
+    """The functions' search_path is fixed: look-alike temp tables catch nothing."""
+    import psycopg
+
+    t = f'"{fleet.schema}".'
+    with psycopg.connect(fleet.worker, autocommit=True) as worker:
+        worker.execute(
+            "CREATE TEMP TABLE consumed_approvals (approval_id text PRIMARY KEY, "
+            "action_digest text, consumed_at timestamptz DEFAULT now())"
+        )
+        worker.execute(
+            "CREATE TEMP TABLE audit_flush (backend_pid integer PRIMARY KEY, flushes bigint)"
+        )
+        worker.execute("SET search_path = pg_temp, public")
+        assert worker.execute(f"SELECT {t}consume_approval('a-1', 'sha256:0')").fetchone() == (
+            True,
+        )
+        worker.execute(f"SELECT {t}flush_appends()")
+        assert worker.execute("SELECT count(*) FROM pg_temp.consumed_approvals").fetchone() == (0,)
+        assert worker.execute("SELECT count(*) FROM pg_temp.audit_flush").fetchone() == (0,)
+    assert [row[0] for row in _state(fleet)[2]] == ["a-1"]

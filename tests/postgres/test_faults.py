@@ -8,6 +8,7 @@ objects work again without a restart, and the chain verifies.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import threading
@@ -166,6 +167,48 @@ def test_a_database_that_is_down_denies_and_the_writer_recovers_by_itself(
     assert first_use.allowed, first_use.reasons
     assert not pep.evaluate(action, [record]).allowed
     chain_ok(server, 3)
+
+
+def test_an_outage_logs_one_line_per_denied_call_and_the_traceback_only_at_debug(
+    server: Any, fleet: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    from jevqueue.adapters import GenericAdapter
+    from jevqueue.errors import JevError
+
+    pep = fleet["pep"]
+    assert_allowed(pep)
+    server.stop()
+    caplog.clear()
+    actions = [write_action(n) for n in range(3)]
+    for action in actions:
+        verdict = pep.evaluate(action)
+        assert verdict.kind is VerdictKind.DENY and not verdict.allowed
+    with pytest.raises(JevError):  # refused before evaluation; its record cannot be written
+        GenericAdapter(pep).intercept_tool_call("no_such_tool", {}, CONTEXT)
+    lines = [record for record in caplog.records if record.name == "jevqueue.pep"]
+    assert len(lines) == 4, [record.getMessage() for record in lines]
+    for record in lines:
+        message = record.getMessage()
+        assert record.levelno == logging.ERROR and record.exc_info is None
+        assert "\n" not in message and "Traceback" not in message
+        assert "AuditWriteError: the audit log postgresql://" in message, message
+        assert "the decision was not recorded" in message
+    for record, action in zip(lines, actions, strict=False):
+        assert f"denying the write_to_file call {action.digest}" in record.getMessage()
+    assert "the no_such_tool call refused before evaluation stays refused" in (
+        lines[3].getMessage()
+    )
+
+    caplog.clear()
+    caplog.set_level(logging.DEBUG, logger="jevqueue.pep")
+    assert not pep.evaluate(write_action(4)).allowed
+    lines = [record for record in caplog.records if record.name == "jevqueue.pep"]
+    assert [record.levelno for record in lines] == [logging.ERROR, logging.DEBUG]
+    assert lines[0].exc_info is None
+    assert lines[1].exc_info is not None and lines[1].exc_info[0] is AuditWriteError
+    assert "Traceback (most recent call last)" in caplog.text
+    server.start()
+    recovers(pep)
 
 
 def test_a_worker_started_before_its_database_denies_until_it_is_up(server: Any) -> None:

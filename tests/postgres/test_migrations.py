@@ -5,12 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from jevqueue.cli import main
 from jevqueue.db import SCHEMA_VERSION, migrate, redacted, schema_version
+from jevqueue.db._migrations import MIGRATIONS
 from jevqueue.errors import AuditWriteError, ConfigurationError
 
 psycopg = pytest.importorskip("psycopg")
@@ -51,23 +55,32 @@ def test_hosts_migrating_at_once_apply_each_step_exactly_once(postgres_server: A
     assert applied == [0, 0, 0, SCHEMA_VERSION]
 
 
+def _migrate_as_release(url: str, schema: str, version: int) -> None:
+    """Create ``schema`` as the release whose schema version was ``version`` left it."""
+    quoted = f'"{schema}"'
+    with psycopg.connect(url) as connection:
+        connection.execute(f"CREATE SCHEMA {quoted}")
+        connection.execute(
+            f"CREATE TABLE {quoted}.schema_version (version integer PRIMARY KEY, "
+            "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for number, description, sql in MIGRATIONS[:version]:
+            connection.execute(sql.format(s=quoted))
+            connection.execute(
+                f"INSERT INTO {quoted}.schema_version (version, description) VALUES (%s, %s)",
+                (number, description),
+            )
+
+
 def test_an_older_schema_is_upgraded_and_a_newer_one_refused(postgres_server: Any) -> None:
     from jevqueue.audit import PostgresAuditLog
 
     url = postgres_server.url
-    migrate(url, schema="m_old")
-    with psycopg.connect(url, autocommit=True) as connection:  # as an older release left it
-        connection.execute("DROP FUNCTION m_old.append_records")
-        connection.execute("DROP TABLE m_old.audit_flush")
-        connection.execute("DROP INDEX m_old.audit_log_decision_id")
-        connection.execute("DELETE FROM m_old.schema_version WHERE version = 3")
+    _migrate_as_release(url, "m_old", 2)
     log = PostgresAuditLog(url, schema="m_old")
     with pytest.raises(AuditWriteError, match="run `jevqueue db migrate`"):
         log.append({"result": "ALLOW"})
-    assert migrate(url, schema="m_old").applied == (
-        "3: appends chained inside the server, decisions found by id, a row per server "
-        "process to flush commits",
-    )
+    assert [step.split(":")[0] for step in migrate(url, schema="m_old").applied] == ["3", "4"]
     assert log.append({"result": "ALLOW"}).prev_hash.startswith("sha256:")
     log.close()
     with psycopg.connect(url, autocommit=True) as connection:  # as a newer release leaves it
@@ -139,31 +152,192 @@ def test_the_core_does_not_import_the_driver_until_a_backend_is_used() -> None:
     assert 'pip install "jevqueue[postgres]"' in done.stdout
 
 
-def test_a_worker_role_without_update_or_delete_on_the_log_can_append(
-    postgres_server: Any,
+# --- who may write: only the owner's functions ------------------------------------------
+
+WRITE_FUNCTIONS = {
+    "append_records",
+    "flush_appends",
+    "consume_approval",
+    "prune_consumed_approvals",
+}
+
+
+def _direct_writers(connection: Any, schema: str) -> list[tuple[str, str, str]]:
+    """(table, privilege, role) for every privilege but SELECT a non-owner holds."""
+    rows = connection.execute(
+        """
+        SELECT c.relname, a.privilege_type, a.grantee::regrole::text
+        FROM pg_class AS c, LATERAL aclexplode(c.relacl) AS a
+        WHERE c.relnamespace = %s::regnamespace AND a.grantee <> c.relowner
+            AND a.privilege_type <> 'SELECT'
+        UNION
+        SELECT c.relname, a.privilege_type, a.grantee::regrole::text
+        FROM pg_class AS c JOIN pg_attribute AS t ON t.attrelid = c.oid,
+            LATERAL aclexplode(t.attacl) AS a
+        WHERE c.relnamespace = %s::regnamespace AND a.grantee <> c.relowner
+            AND a.privilege_type <> 'SELECT'
+        ORDER BY 1, 2, 3
+        """,
+        (f'"{schema}"', f'"{schema}"'),
+    ).fetchall()
+    return [tuple(row) for row in rows]
+
+
+def test_every_function_runs_as_the_owner_with_a_fixed_search_path(
+    postgres_schema: tuple[str, str],
 ) -> None:
-    """The grants docs/deployment.md recommends suffice, and the log stays append-only."""
+    url, schema = postgres_schema
+    with psycopg.connect(url, autocommit=True) as connection:
+        functions = connection.execute(
+            """
+            SELECT p.proname, p.prosecdef, p.proconfig, p.proowner,
+                EXISTS (SELECT 1 FROM aclexplode(p.proacl) AS a WHERE a.grantee = 0),
+                p.proacl IS NULL
+            FROM pg_proc AS p WHERE p.pronamespace = %s::regnamespace
+            """,
+            (f'"{schema}"',),
+        ).fetchall()
+        owners = connection.execute(
+            "SELECT DISTINCT relowner FROM pg_class "
+            "WHERE relnamespace = %s::regnamespace AND relkind = 'r'",
+            (f'"{schema}"',),
+        ).fetchall()
+        writers = _direct_writers(connection, schema)
+    assert {name for name, *_ in functions} == WRITE_FUNCTIONS
+    assert len(owners) == 1
+    for name, definer, config, owner, public, default_acl in functions:
+        assert definer, f"{name} runs with its caller's rights"
+        # nothing else: the flush must commit with the session's synchronous_commit
+        assert config == ["search_path=pg_catalog, pg_temp"], (name, config)
+        assert owner == owners[0][0], f"{name} is not owned by the tables' owner"
+        assert not public and not default_acl, f"PUBLIC may execute {name}"
+    assert writers == []
+
+
+def test_the_server_refuses_to_prune_approvals_that_may_still_be_fresh(
+    postgres_schema: tuple[str, str],
+) -> None:
+    from jevqueue.approvals import MINIMUM_RETENTION
+
+    url, schema = postgres_schema
+    prune = f'SELECT "{schema}".prune_consumed_approvals(%s::interval)'
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            f'INSERT INTO "{schema}".consumed_approvals VALUES '
+            "('old', 'sha256:0', now() - interval '1 hour'), ('fresh', 'sha256:0', now())"
+        )
+        for too_short in (MINIMUM_RETENTION - timedelta(seconds=1), timedelta(0), None):
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match="may still be fresh"):
+                connection.execute(prune, (too_short,))
+        assert connection.execute(prune, (MINIMUM_RETENTION,)).fetchone() == (1,)
+        left = connection.execute(f'SELECT approval_id FROM "{schema}".consumed_approvals')
+        assert left.fetchall() == [("fresh",)]
+
+
+@pytest.fixture
+def role_names(postgres_server: Any) -> Iterator[Callable[[str], str]]:
+    """Make login roles with unique names; drop them (and their grants) afterwards."""
+    made: list[str] = []
+
+    def make(stem: str) -> str:
+        name = f"{stem}_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+            admin.execute(f"CREATE ROLE {name} LOGIN")
+        made.append(name)
+        return name
+
+    yield make
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        for name in reversed(made):
+            admin.execute(f"DROP OWNED BY {name} CASCADE")
+            admin.execute(f"DROP ROLE {name}")
+
+
+def _as(url: str, role: str) -> str:
+    return url.replace("//postgres@", f"//{role}@", 1)
+
+
+def test_an_upgrade_moves_an_older_release_s_roles_onto_the_functions(
+    postgres_server: Any, role_names: Callable[[str], str]
+) -> None:
+    """The grants an older release documented keep working, minus every direct write."""
+    from jevqueue.approvals import PostgresConsumedApprovals
     from jevqueue.audit import PostgresAuditLog, verify_audit_log
 
-    url = postgres_server.url
-    migrate(url, schema="m_grants")
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute("DROP ROLE IF EXISTS fleet_worker")
-        admin.execute("CREATE ROLE fleet_worker LOGIN")
-        admin.execute("GRANT USAGE ON SCHEMA m_grants TO fleet_worker")
-        admin.execute("GRANT SELECT, INSERT ON m_grants.audit_log TO fleet_worker")
+    url, schema = postgres_server.url, "m_upgrade_grants"
+    worker, pruner, middle = role_names("old_worker"), role_names("old_pruner"), role_names("m")
+    _migrate_as_release(url, schema, 3)
+    with psycopg.connect(url, autocommit=True) as admin:  # as docs/deployment.md said then
+        admin.execute(f"GRANT USAGE ON SCHEMA {schema} TO {worker}, {pruner}, {middle}")
+        admin.execute(f"GRANT SELECT, INSERT ON {schema}.audit_log TO {worker}")
         admin.execute(
-            "GRANT SELECT, INSERT, UPDATE ON m_grants.audit_head, m_grants.audit_flush, "
-            "m_grants.consumed_approvals, m_grants.schema_version TO fleet_worker"
+            f"GRANT SELECT, INSERT, UPDATE ON {schema}.audit_head, {schema}.audit_flush, "
+            f"{schema}.consumed_approvals, {schema}.schema_version TO {worker}"
         )
-    worker_url = url.replace("postgres@", "fleet_worker@")
-    log = PostgresAuditLog(worker_url, schema="m_grants")
-    for n in range(3):
-        log.append({"result": "ALLOW", "reasons": [str(n)]})
-    log.close()
-    with psycopg.connect(worker_url, autocommit=True) as worker:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            worker.execute("UPDATE m_grants.audit_log SET result = 'DENY'")
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            worker.execute("DELETE FROM m_grants.audit_log")
-    assert verify_audit_log(url, schema="m_grants").count == 3
+        admin.execute(f"GRANT DELETE ON {schema}.consumed_approvals TO {pruner}")
+        admin.execute(f"GRANT SELECT ON {schema}.schema_version TO {pruner}")
+        # a write passed on by a grantee, and one on a single column
+        admin.execute(f"GRANT UPDATE ON {schema}.audit_head TO {middle} WITH GRANT OPTION")
+        admin.execute(f"GRANT INSERT (seq) ON {schema}.audit_log TO {pruner}")
+    with psycopg.connect(_as(url, middle), autocommit=True) as passing_on:
+        passing_on.execute(f"GRANT UPDATE ON {schema}.audit_head TO {pruner}")
+
+    report = migrate(url, schema=schema)
+
+    assert [step.split(":")[0] for step in report.applied] == ["4"]
+    s = f'"{schema}"'
+    for note in (
+        f"granted EXECUTE on {s}.append_records, {s}.flush_appends to {worker} "
+        "(it held INSERT on audit_log)",
+        f"granted EXECUTE on {s}.consume_approval to {worker} (it held INSERT on "
+        "consumed_approvals)",
+        f"granted EXECUTE on {s}.prune_consumed_approvals to {pruner} (it held DELETE on "
+        "consumed_approvals)",
+        f"revoked INSERT on {s}.audit_log from {worker}",
+        f"revoked UPDATE on {s}.audit_head from {worker}",
+        f"revoked UPDATE on {s}.consumed_approvals from {worker}",
+        f"revoked INSERT on {s}.schema_version from {worker}",
+        f"revoked UPDATE on {s}.audit_head from {middle}",
+    ):
+        assert note in report.notes, (note, report.notes)
+        assert f"  {note}" in report.summary()
+    with psycopg.connect(url, autocommit=True) as admin:
+        assert _direct_writers(admin, schema) == []
+
+    log = PostgresAuditLog(_as(url, worker), schema=schema)
+    store = PostgresConsumedApprovals(_as(url, worker), schema=schema)
+    try:
+        for n in range(2):
+            log.append({"result": "ALLOW", "reasons": [str(n)]})
+        assert store.consume("approval-1", "sha256:0") and not store.consume("approval-1", "x")
+        assert "approval-1" in store
+    finally:
+        log.close()
+        store.close()
+    pruning = PostgresConsumedApprovals(_as(url, pruner), schema=schema)
+    try:
+        assert pruning.prune() == 0
+    finally:
+        pruning.close()
+    for role, statement in (
+        (worker, f"INSERT INTO {schema}.audit_log SELECT * FROM {schema}.audit_log"),
+        (worker, f"UPDATE {schema}.audit_head SET count = count + 1"),
+        (worker, f"UPDATE {schema}.consumed_approvals SET approval_id = 'renamed'"),
+        (worker, f"UPDATE {schema}.schema_version SET version = 99"),
+        (pruner, f"DELETE FROM {schema}.consumed_approvals"),
+        (pruner, f"UPDATE {schema}.audit_head SET count = 0"),
+        (pruner, f"INSERT INTO {schema}.audit_log (seq) VALUES (2)"),
+        (middle, f"UPDATE {schema}.audit_head SET count = 0"),
+    ):
+        with (
+            psycopg.connect(_as(url, role), autocommit=True) as connection,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            connection.execute(statement)
+    report = verify_audit_log(url, schema=schema)
+    assert report.ok and report.count == 2, report.summary()
+    with psycopg.connect(url, autocommit=True) as admin:
+        assert admin.execute(f"SELECT approval_id FROM {schema}.consumed_approvals").fetchall() == [
+            ("approval-1",)
+        ]
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
