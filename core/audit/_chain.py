@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jevqueue.audit._record import (
@@ -16,9 +17,15 @@ from jevqueue.audit._record import (
     plain_record_hash,
 )
 from jevqueue.audit._sink import ChainedAuditLog
-from jevqueue.errors import AuditWriteError, ConfigurationError
+from jevqueue.errors import (
+    AuditIntegrityError,
+    AuditReadError,
+    AuditWriteError,
+    ConfigurationError,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.audit._checkpoint import Checkpoint, LogEnds
     from jevqueue.policy._action import Action
     from jevqueue.policy._verdict import Verdict
 
@@ -40,42 +47,57 @@ class AuditChain:
     Appends are serialized by a lock, so records from several threads form one chain.
 
     With ``signing_key`` (an Ed25519 private key, its PEM or raw bytes, or the path of a
-    key file ``jevqueue approve keygen`` wrote), every record is followed by a signed
-    checkpoint of the new head in ``<log>.checkpoint``; ``jevqueue audit verify --key
-    PUBLIC`` then detects a rewrite of the chain by anyone without the key. One writing
-    process per signed log.
+    key file ``jevqueue approve keygen`` wrote), the chain keeps a signed checkpoint in
+    ``<log>.checkpoint`` (see :mod:`jevqueue.audit._checkpoint`): before each record it
+    signs the record it is about to write, after it the new end of the log — which log (its
+    first record's hash), how many records, which is last. ``jevqueue audit verify --key
+    PUBLIC`` then detects a rewrite of the chain, records cut off or forged onto the end, and
+    a log swapped for another one, by anyone without the key; a crash between a record and
+    its checkpoint is told apart, because the record is the one announced. Appends to a
+    signed log are serialized (one record and its two checkpoints at a time), and the
+    checkpoints are synced to disk when the log syncs its records. One writing process per
+    signed log.
+
+    Opening a signed chain checks the log against its checkpoint first. A record the writer
+    announced and wrote but did not sign before it stopped is signed, and a record says so
+    (rule ``jevqueue.audit.recovery``); a checkpoint of the first format (the head alone)
+    is re-signed in the current format. Anything else — a checkpoint of another key or
+    another log, records cut off, rewritten or added without the key, records but no
+    checkpoint at all — is refused: a new signature would vouch for it. Check such a log
+    with ``jevqueue audit verify --key``; ``jevqueue audit sign`` starts signing a log
+    written without a key.
 
     Args:
         sink: where records go.
         prev_hash: for an in-memory chain, the hash to continue from.
-        signing_key: sign a checkpoint of the head after every record (needs a
+        signing_key: sign a checkpoint around every record (needs a
             :class:`~jevqueue.audit.SQLiteAuditLog` or :class:`~jevqueue.audit.JsonlAuditLog`).
 
     Raises:
         ConfigurationError: ``sink`` has neither ``append`` nor ``log``, or a signing key
-            is given for a sink without a file, or is not an Ed25519 private key.
+            is given for a sink without a file, or is not an Ed25519 private key, or the
+            log cannot be read to check it against its checkpoint.
+        AuditIntegrityError: with a signing key: the log does not match its checkpoint in a
+            way no crash leaves.
     """
 
     def __init__(
         self, sink: Any, *, prev_hash: str = GENESIS_HASH, signing_key: Any = None
     ) -> None:
+        signer: _Signer | None = None
         if isinstance(sink, AuditChain):
             if signing_key is None:
-                signing_key = sink._signing_key
+                signer = sink._signer
             sink = sink.sink
-        self._signing_key: Any = None
-        self._checkpoint_file: Any = None
         if signing_key is not None:
-            from jevqueue.audit._checkpoint import checked_signing_key, checkpoint_path
-
             path = getattr(sink, "path", None)
-            if not isinstance(sink, ChainedAuditLog) or path is None:
+            if not isinstance(sink, ChainedAuditLog) or not isinstance(path, os.PathLike):
                 raise ConfigurationError(
                     "a signing key needs a log file to sign the head of: pass an "
                     f"SQLiteAuditLog or JsonlAuditLog, not {type(sink).__name__}"
                 )
-            self._signing_key = checked_signing_key(signing_key)
-            self._checkpoint_file = checkpoint_path(path)
+            signer = _Signer(sink, signing_key)
+        self._signer: _Signer | None = signer
         self.sink: Any = sink
         self._log: ChainedAuditLog | None = sink if isinstance(sink, ChainedAuditLog) else None
         self._write: Callable[[Any], object] | None = None
@@ -107,14 +129,17 @@ class AuditChain:
             AuditWriteError: the event is malformed or the sink failed. Nothing was
                 recorded, so the decision it describes must not take effect.
         """
+        if self._signer is not None:
+            record = self._signer.append(event)
+            with self._lock:
+                self._head = record.record_hash
+            return record
         if self._log is not None:
             # The log keeps the chain itself, and several threads appending at once share
             # one commit: holding this chain's lock around the write would defeat that.
             record = self._write_to_log(self._log, event)
             with self._lock:
                 self._head = record.record_hash
-                if self._signing_key is not None:
-                    self._checkpoint(record.record_hash)
             return record
         with self._lock:
             record = AuditRecord.chained(event, self._head)
@@ -150,9 +175,12 @@ class AuditChain:
         that appends them exactly as :meth:`append` would append them as an event: into
         an exact :class:`SQLiteAuditLog`, or into a plain ``append``/``log`` sink through
         the in-memory chain. ``None`` for any other chained log (subclasses included: they
-        may store records their own way).
+        may store records their own way), and for a signed chain, whose records go one by one
+        between their checkpoints.
         """
         log = self._log
+        if self._signer is not None:
+            return None
         if log is None:
             return self._memory_appender()
         # An SQLiteAuditLog exists only once its module is loaded: no import here.
@@ -161,7 +189,6 @@ class AuditChain:
             return None
         append_decision: Callable[..., str] = getattr(log, "_append_decision")  # noqa: B009
         lock = self._lock
-        signing = self._signing_key is not None
 
         def append(*fields: Any) -> None:
             # No chain lock around the write: concurrent decisions share one commit.
@@ -176,8 +203,6 @@ class AuditChain:
                 ) from error
             with lock:
                 self._head = record_hash
-                if signing:
-                    self._checkpoint(record_hash)
 
         return append
 
@@ -304,18 +329,6 @@ class AuditChain:
 
         return append
 
-    def _checkpoint(self, head: str) -> None:
-        """Sign the new head (under the chain's lock: one writer per signed log)."""
-        from jevqueue.audit._checkpoint import sign_checkpoint, write_checkpoint
-
-        try:
-            write_checkpoint(self._checkpoint_file, sign_checkpoint(self._signing_key, head))
-        except Exception as error:
-            raise AuditWriteError(
-                f"the signed checkpoint {str(self._checkpoint_file)!r} could not be written "
-                f"({type(error).__name__}: {error}); the call is denied"
-            ) from error
-
     @staticmethod
     def _write_to_log(log: ChainedAuditLog, event: Mapping[str, Any]) -> AuditRecord:
         try:
@@ -327,3 +340,214 @@ class AuditChain:
                 f"the audit log {type(log).__name__} failed ({type(error).__name__}: {error}); "
                 "the decision was not recorded and its call is denied"
             ) from error
+
+
+class _Signer:
+    """The signed checkpoints of one log, kept around each record a chain writes to it.
+
+    It tracks the log's id, length and head itself (one writing process per signed log):
+    before a record it signs the record's hash as the one to come, after it the new end.
+    """
+
+    def __init__(self, log: ChainedAuditLog, signing_key: Any) -> None:
+        from jevqueue.audit._checkpoint import checked_signing_key, checkpoint_path
+
+        self._key = checked_signing_key(signing_key)
+        self._log = log
+        self._location = checkpoint_path(getattr(log, "path"))  # noqa: B009
+        self._durable = getattr(log, "fsync", None) is True or (
+            getattr(log, "durability", None) == "machine"
+        )
+        self._lock = threading.Lock()
+        self._broken: str | None = None
+        self._log_id = ""
+        self._count = 0
+        self._head = GENESIS_HASH
+        self._open()
+
+    def _open(self) -> None:
+        """Check the log against its checkpoint; recover what a crash left; else refuse."""
+        from jevqueue.audit._checkpoint import (
+            Checkpoint,
+            checkpoint_fit,
+            fit_message,
+            read_checkpoint,
+        )
+        from jevqueue.audit._jsonl_log import recovery_event
+
+        where = str(self._location)
+        advice = f"check the log with `jevqueue audit verify {self._log_path()} --key PUBLIC`"
+        try:
+            checkpoint = read_checkpoint(self._location)
+        except AuditReadError as error:
+            raise AuditIntegrityError(f"{error}; {advice}") from error
+        if checkpoint is not None and not checkpoint.verify(self._key.public_key()):
+            raise AuditIntegrityError(
+                f"the checkpoint {where!r} is not signed by this key: it was forged, or the "
+                f"log was signed with another key; {advice} (if the key was replaced on "
+                "purpose, check the log with the old key's public half, move the old "
+                "checkpoint aside and run `jevqueue audit sign`)"
+            )
+        signed_count = checkpoint.count if isinstance(checkpoint, Checkpoint) else 0
+        scan = _Scan(self._hashes(), signed_count)
+        self._log_id, self._count, self._head = scan.first or "", scan.count, scan.last
+        # What the checkpoint was written against: the log before the record in which this
+        # very open of the log recovered from a crash, if it wrote one.
+        recovery = getattr(self._log, "recovery", None)
+        own = isinstance(recovery, AuditRecord) and recovery.record_hash == scan.last
+        ends, last = scan.before_last() if own else (scan.ends(), scan.last)
+        if checkpoint is None:
+            if ends.count:
+                raise AuditIntegrityError(
+                    f"the audit log {self._log_path()!r} holds {ends.count} records but has no "
+                    f"signed checkpoint {self._location.name}: it was written without a key, "
+                    f"or its checkpoint was removed; {advice}, then start signing it with "
+                    "`jevqueue audit sign`"
+                )
+            if scan.count:
+                self._sign_end()
+            return
+        if not isinstance(checkpoint, Checkpoint):  # the first format: the head alone
+            if checkpoint.head != last:
+                raise AuditIntegrityError(
+                    f"the log does not end at the record its checkpoint {where!r} names "
+                    f"({checkpoint.head}): records were cut off or added; {advice}"
+                )
+            self._sign_end()
+            return
+        fit = checkpoint_fit(checkpoint, ends)
+        if fit not in ("covered", "announced", "crash"):
+            raise AuditIntegrityError(
+                f"{fit_message(fit, checkpoint, ends, self._location.name)}; no crash leaves "
+                f"this, so the log is not signed again: {advice}"
+            )
+        if fit == "crash":
+            self.append(
+                recovery_event(
+                    [
+                        f"recovered the signed checkpoint: record {checkpoint.pending} (index "
+                        f"{checkpoint.count}) was written, as its checkpoint had announced, "
+                        "but the writer stopped before signing it (a crash); it is signed now"
+                    ]
+                )
+            )
+        elif (checkpoint.count, checkpoint.head, checkpoint.pending) != (
+            self._count,
+            self._head,
+            "",
+        ):
+            self._sign_end()
+
+    def _log_path(self) -> str:
+        return str(getattr(self._log, "path", ""))
+
+    def _hashes(self) -> Iterator[str]:
+        """Every record's hash in log order, streamed (a log may be large)."""
+        stream = getattr(self._log, "_record_hashes", None)
+        try:
+            if callable(stream):
+                yield from stream()
+            else:
+                for record in self._log.records():
+                    yield record.record_hash
+        except (AuditReadError, ValueError, TypeError, OSError) as error:
+            raise ConfigurationError(
+                f"the audit log {self._log_path()!r} cannot be read to check it against its "
+                f"signed checkpoint ({type(error).__name__}: {error}): run `jevqueue audit "
+                "verify` on it"
+            ) from error
+
+    def _write(self, checkpoint: Checkpoint, *, before_record: bool) -> None:
+        from jevqueue.audit._checkpoint import write_checkpoint
+
+        try:
+            write_checkpoint(
+                self._location,
+                checkpoint,
+                sync=self._durable,
+                sync_directory=self._durable and before_record,
+            )
+        except OSError as error:
+            raise AuditWriteError(
+                f"the signed checkpoint {str(self._location)!r} could not be written "
+                f"({type(error).__name__}: {error}); the call is denied"
+            ) from error
+
+    def _sign_end(self) -> None:
+        from jevqueue.audit._checkpoint import sign_checkpoint
+
+        checkpoint = sign_checkpoint(self._key, self._log_id, self._count, self._head)
+        self._write(checkpoint, before_record=False)
+
+    def append(self, event: Mapping[str, Any]) -> AuditRecord:
+        """Announce the record in a signed checkpoint, write it, then sign the new end.
+
+        Raises:
+            AuditWriteError: the record or a checkpoint could not be written, or another
+                writer appended to the log (the chain refuses from then on).
+        """
+        from jevqueue.audit._checkpoint import sign_checkpoint
+
+        with self._lock:
+            if self._broken is not None:
+                raise AuditWriteError(self._broken)
+            record = AuditRecord.chained(event, self._head)
+            log_id = self._log_id or record.record_hash
+            self._write(
+                sign_checkpoint(self._key, log_id, self._count, self._head, record.record_hash),
+                before_record=True,
+            )
+            written = AuditChain._write_to_log(self._log, record.to_dict())
+            if written.record_hash != record.record_hash:
+                self._broken = (
+                    f"the signed audit log {self._log_path()!r} was appended to by another "
+                    f"writer (record {written.record_hash} follows {written.prev_hash}, not "
+                    f"{self._head}): a signed log has one writing process; its records are no "
+                    "longer signed and every call is denied. Check it with `jevqueue audit "
+                    "verify --key`"
+                )
+                raise AuditWriteError(self._broken)
+            self._log_id, self._count, self._head = log_id, self._count + 1, record.record_hash
+            self._sign_end()
+            return written
+
+
+class _Scan:
+    """One pass over a log: its length and the hashes a checkpoint is compared with."""
+
+    def __init__(self, hashes: Iterator[str], signed_count: int) -> None:
+        self.signed_count = signed_count
+        self.count = 0
+        self.first: str | None = None
+        self.signed_end: str | None = None
+        self.after: str | None = None
+        self.last = self.before = GENESIS_HASH
+        for index, value in enumerate(hashes):
+            if index == 0:
+                self.first = value
+            if index == signed_count - 1:
+                self.signed_end = value
+            if index == signed_count:
+                self.after = value
+            self.before, self.last = self.last, value
+            self.count = index + 1
+
+    def ends(self) -> LogEnds:
+        from jevqueue.audit._checkpoint import LogEnds
+
+        return LogEnds(self.count, self.first, self.signed_end, self.after)
+
+    def before_last(self) -> tuple[LogEnds, str]:
+        """The ends of the log without its last record, and the hash it then ends in."""
+        from jevqueue.audit._checkpoint import LogEnds
+
+        held = self.count - 1
+        return (
+            LogEnds(
+                held,
+                self.first if held > 0 else None,
+                self.signed_end if self.signed_count - 1 < held else None,
+                self.after if self.signed_count < held else None,
+            ),
+            self.before,
+        )

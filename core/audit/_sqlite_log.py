@@ -20,7 +20,7 @@ from jevqueue.audit._record import (
     plain_record_hash,
 )
 from jevqueue.audit._sink import ChainedAuditLog
-from jevqueue.errors import AuditWriteError, ConfigurationError
+from jevqueue.errors import AuditReadError, AuditWriteError, ConfigurationError
 
 __all__ = ["SQLiteAuditLog"]
 
@@ -200,6 +200,17 @@ class SQLiteAuditLog(ChainedAuditLog):
     * ``"process"`` (``synchronous=NORMAL`` in WAL mode): a committed record is in the WAL
       file before :meth:`append` returns, so it survives a crash of the process; a power
       loss can lose the records committed since the last WAL sync. No sync per commit.
+
+    **What a crash leaves.** Nothing to recover: a record and the head that anchors it are
+    one statement in one transaction, so a writer killed mid-append, or a machine that
+    loses power, leaves the log as of its last commit, rows and head together, and the
+    transaction it was writing rolled back. (With ``"process"``, a power loss can take back
+    the last commits, rows and head alike: the log is shorter but consistent.) So
+    :func:`~jevqueue.audit.verify_audit_log` never reports a crash of an SQLite log: a
+    head that disagrees with the rows is always tampering. A signed log's checkpoint is a
+    file beside the database, written after the commit: a crash between them is reported,
+    and recovered on the next open with the key, as :class:`~jevqueue.audit.AuditChain`
+    describes.
 
     Args:
         path: the database file; its directory is created if missing.
@@ -583,6 +594,27 @@ class SQLiteAuditLog(ChainedAuditLog):
             )
         for row in rows:
             yield row_to_record(row)
+
+    def _record_hashes(self) -> Iterator[str]:
+        """Every record's ``record_hash`` in chain order, streamed from a read-only connection.
+
+        For checking a signed log against its checkpoint without holding every row.
+
+        Raises:
+            AuditReadError: the database cannot be read.
+        """
+        try:
+            connection = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                rows = connection.execute("SELECT record_hash FROM audit_log ORDER BY seq")
+                for (value,) in rows:
+                    yield value
+            finally:
+                connection.close()
+        except sqlite3.Error as error:
+            raise AuditReadError(
+                f"cannot read the audit log {str(self.path)!r} ({type(error).__name__}: {error})"
+            ) from error
 
     def __len__(self) -> int:
         if self._forks != _forks:

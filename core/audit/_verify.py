@@ -32,6 +32,9 @@ ProblemKind = Literal[
     "malformed",
     "unanchored",
     "unsigned",
+    "outdated",
+    "foreign",
+    "crash",
 ]
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SQLITE_SUFFIXES = {".sqlite", ".sqlite3", ".db", ".db3"}
@@ -50,9 +53,16 @@ class AuditProblem:
             id seen twice), ``malformed`` (a record that cannot be read, or a JSONL
             record with keys outside the record's fields or with a key given twice —
             content its ``record_hash`` does not vouch for), ``unanchored`` (a non-empty
-            log whose head anchor is missing, empty or behind it: its end cannot be
-            vouched for), ``unsigned`` (checked with a key: no checkpoint, a checkpoint
-            the key did not sign, or records the newest checkpoint does not cover).
+            log whose head anchor is missing, empty or behind it further than a crash
+            leaves it: its end cannot be vouched for), ``unsigned`` (checked with a key: no
+            checkpoint, a checkpoint the key did not sign, a record other than the one it
+            signed, or records it does not cover), ``outdated`` (checked with a key: a
+            checkpoint of the first format, which signed the head alone), ``foreign`` (the
+            log is another log than the one expected, or than its checkpoint's), ``crash``
+            (not tampering: a state a writer that stopped mid-write leaves, which the next
+            open of the log recovers — a torn last line, one record beyond the anchor that
+            chains from it, or the one record a signed checkpoint announced but did not yet
+            cover).
         index: the 0-based position in the log, when one record is concerned.
         decision_id: that record's decision id, when it could be read.
         message: a sentence saying what is wrong.
@@ -83,6 +93,9 @@ class VerificationReport:
             log that was cut short together with its anchor.
         problems: everything found wrong, in log order; empty when the log verifies.
         notes: observations that are not failures (e.g. no head anchor to check against).
+        log_id: the log's id, the ``record_hash`` of its first record (``""`` when it has
+            none): it never changes, so keep it and pass it back as ``expected_log_id``
+            to notice a log swapped for another.
     """
 
     path: str
@@ -91,17 +104,32 @@ class VerificationReport:
     head_hash: str
     problems: tuple[AuditProblem, ...]
     notes: tuple[str, ...] = ()
+    log_id: str = ""
 
     @property
     def ok(self) -> bool:
         """True when no problem was found."""
         return not self.problems
 
+    @property
+    def recoverable(self) -> bool:
+        """True when every problem is a ``crash``: nothing was tampered with, and the next
+        open of the log (with its signing key, if it is signed) recovers it."""
+        return bool(self.problems) and all(p.kind == "crash" for p in self.problems)
+
     def summary(self) -> str:
         """Return a human-readable account, one problem per line."""
         if self.ok:
             return f"OK: {self.count} records, chain intact, head {self.head_hash}"
-        lines = [f"FAILED: {len(self.problems)} problem(s) in {self.count} records of {self.path}"]
+        if self.recoverable:
+            lines = [
+                f"CRASH: {self.count} records of {self.path}, not tampered with: the writer "
+                "stopped mid-write, and the next open of the log recovers it"
+            ]
+        else:
+            lines = [
+                f"FAILED: {len(self.problems)} problem(s) in {self.count} records of {self.path}"
+            ]
         lines.extend(f"  {problem}" for problem in self.problems)
         return "\n".join(lines)
 
@@ -123,6 +151,7 @@ def verify_audit_log(
     expected_count: int | None = None,
     schema: str = "jevqueue",
     public_key: Any = None,
+    expected_log_id: str | None = None,
 ) -> VerificationReport:
     """Check an SQLite, JSONL or PostgreSQL audit log and say exactly what is wrong with it.
 
@@ -133,17 +162,28 @@ def verify_audit_log(
     ``.jsonl``/``.ndjson``), else from the content. Every record's hash is recomputed
     (edits), every ``prev_hash`` must name the record before it (deletions,
     reorderings), and the log's end is compared with its head anchor — the ``audit_head``
-    row of an SQLite log, the ``.head`` file beside a JSONL log — and with
+    row of an SQLite or PostgreSQL log, the ``.head`` file beside a JSONL log — and with
     ``expected_head`` / ``expected_count`` when given (records cut off the end).
 
-    A non-empty log whose anchor is missing, empty or behind its last record fails
-    (``unanchored``): its end cannot be vouched for. A hash chain proves order and
-    completeness only up to the newest anchor an attacker could not rewrite: someone able
-    to rewrite the whole file and its anchor can forge a consistent log. With
-    ``public_key`` (the public half of the log's signing key, see
-    :class:`~jevqueue.audit.AuditChain`), the newest signed checkpoint must name the last
-    record: a rewrite by anyone without the private key fails (``unsigned``). Export
-    ``head_hash`` regularly and check against it as well (``expected_head``).
+    A non-empty log (any PostgreSQL log: its head row exists from the start) whose anchor is
+    missing, empty or behind its last record fails (``unanchored``): its end cannot be
+    vouched for. What a crash leaves is told apart (``crash``, and the report is
+    ``recoverable``): a JSONL writer stopped between a record and its anchor leaves exactly
+    one record beyond the anchor, chaining from it, or a torn last line; the next open
+    recovers either and records that it did. An SQLite or PostgreSQL record and its head
+    are one transaction: no crash separates them.
+
+    A hash chain proves order and completeness only up to the newest anchor an attacker
+    could not rewrite: someone able to rewrite the whole file and its anchor can forge a
+    consistent log. With ``public_key`` (the public half of the log's signing key, see
+    :class:`~jevqueue.audit.AuditChain`), the signed checkpoint decides, whatever the anchor
+    says: it must be of this log (``foreign``), the log must hold every record it covers
+    (``truncated``) and the very record it names as the head (``unsigned``), and nothing
+    beyond but the one record it announced, which a crash leaves (``crash``). A checkpoint
+    of the first format fails (``outdated``). With ``expected_log_id`` (the ``log_id`` of
+    an earlier report), the log must be that log: another host's genuine log, signed with
+    the same key, fails (``foreign``). Export ``head_hash`` regularly and check against it
+    as well (``expected_head``).
 
     Returns:
         The report; look at ``.ok`` or call ``.raise_for_problems()``.
@@ -151,7 +191,13 @@ def verify_audit_log(
     Raises:
         AuditReadError: the file is missing, unreadable, or not an audit log.
     """
-    return _report(*load_audit_log(path, schema=schema), expected_head, expected_count, public_key)
+    return _report(
+        *load_audit_log(path, schema=schema),
+        expected_head,
+        expected_count,
+        public_key,
+        expected_log_id,
+    )
 
 
 _Loaded = tuple[
@@ -196,9 +242,11 @@ def _report(
     expected_head: str | None,
     expected_count: int | None,
     public_key: Any = None,
+    expected_log_id: str | None = None,
 ) -> VerificationReport:
     problems.extend(_chain_problems(records))
     last_hash = _last_hash(records)
+    log_id = records[0].record_hash if records and records[0] is not None else ""
     problems.extend(_head_problems(kind, records, head, notes))
     if public_key is not None:
         if kind == "postgresql":
@@ -206,7 +254,18 @@ def _report(
                 "signed checkpoints are kept beside a log file; a PostgreSQL log has none to "
                 "check with --key"
             )
-        problems.extend(_checkpoint_problems(Path(where), records, public_key))
+        problems.extend(_checkpoint_problems(Path(where), records, public_key, notes))
+    if expected_log_id is not None and expected_log_id != log_id:
+        problems.append(
+            AuditProblem(
+                "foreign",
+                None,
+                None,
+                f"this log's id is {log_id or 'none (it is empty)'}, not the expected "
+                f"{expected_log_id}: it is another log put in its place (another host's, or "
+                "an older one)",
+            )
+        )
     if expected_count is not None and expected_count > len(records):
         problems.append(
             AuditProblem(
@@ -234,6 +293,7 @@ def _report(
         head_hash=last_hash,
         problems=tuple(problems),
         notes=tuple(notes),
+        log_id=log_id,
     )
 
 
@@ -249,9 +309,15 @@ def _load_postgres(url: str, *, schema: str) -> _Loaded:
     except ConfigurationError as error:  # a malformed schema name
         raise AuditReadError(str(error)) from error
     records, problems = _rows_to_records(rows)
-    notes: list[str] = []
     if head_row is None:
-        notes.append("no head anchor: records cut off the end cannot be detected")
+        # The schema's migration creates the head row, and no writer removes it: without
+        # it, rows cut off the end (all of them included) cannot be noticed.
+        problems.append(
+            _unanchored(
+                "the log has no head anchor (its audit_head row, or the whole table, is gone)"
+            )
+        )
+    notes: list[str] = []
     head: _Head | None = head_row
     return redacted(url), "postgresql", records, problems, head, notes
 
@@ -359,10 +425,11 @@ def _read_jsonl(file: Path) -> _Read:
     if torn.strip():
         problems.append(
             AuditProblem(
-                "truncated",
+                "crash",
                 len(records),
                 None,
-                "the last line is incomplete (a torn or cut-off write)",
+                "the last line is incomplete: a write the writer did not finish (a crash); "
+                f"the next open of the log moves it to {file.name}.torn and records that",
             )
         )
     notes: list[str] = []
@@ -380,10 +447,7 @@ def _read_jsonl(file: Path) -> _Read:
     except (OSError, UnicodeDecodeError) as error:
         raise AuditReadError(f"cannot read the head anchor {str(anchor)!r} ({error})") from error
     else:
-        if text:
-            head = (None, text)
-        elif records:
-            problems.append(_unanchored(f"the head anchor {anchor.name} is empty"))
+        head = (None, text)  # an empty anchor: only a crash before the first anchor leaves it
     if not data.strip() and not records:
         notes.append("the log is empty")
     return records, problems, head, notes
@@ -399,7 +463,7 @@ def _jsonl_record(line: bytes, index: int) -> tuple[AuditRecord | None, AuditPro
     """
     try:
         parsed, repeated = parse_line(line)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # RecursionError: nested past any record
         return None, AuditProblem("malformed", index, None, f"unreadable line ({error})")
     if not isinstance(parsed, dict):
         return None, AuditProblem(
@@ -536,6 +600,8 @@ def _head_problems(
                 "they were added outside the log",
             )
         ]
+    if kind == "jsonl" and head_hash is not None:
+        return [] if head_hash and head_hash == last else _jsonl_anchor_problems(records, head_hash)
     if head_hash == last or head_hash is None:
         return []
     where = positions.get(head_hash)
@@ -549,15 +615,6 @@ def _head_problems(
                 "were cut off the end (or the last record was rewritten)",
             )
         ]
-    if kind == "jsonl":
-        return [
-            _unanchored(
-                f"the head anchor is {held - 1 - where} record(s) behind the log: records "
-                "were appended outside the log, or an old anchor was copied back (a crash "
-                "between a record and its anchor also leaves this; inspect the records after "
-                f"index {where})"
-            )
-        ]
     return [
         AuditProblem(
             "inserted",
@@ -566,6 +623,54 @@ def _head_problems(
             "records after the head anchor were added outside the log",
         )
     ]
+
+
+def _jsonl_anchor_problems(
+    records: Sequence[AuditRecord | None], anchor: str
+) -> list[AuditProblem]:
+    """A JSONL anchor that does not name the last record: a crash, or not.
+
+    The writer writes a record, then its anchor: a crash between them leaves exactly one
+    record beyond the anchor, whose ``prev_hash`` is the anchor (for the first record of a
+    log, an empty anchor and the genesis hash). Anything else no crash leaves.
+    """
+    held = len(records)
+    last = records[-1] if records else None
+    if anchor == "":
+        if held == 1 and last is not None and last.prev_hash == GENESIS_HASH:
+            return [_stopped_before_anchor(0, last)]
+        return [_unanchored("the head anchor is empty")] if held else []
+    where = _hash_positions(records).get(anchor)
+    if where is None:
+        return [
+            AuditProblem(
+                "truncated",
+                held,
+                None,
+                f"the head anchor names record {anchor}, which is not in the log: records "
+                "were cut off the end (or the last record was rewritten)",
+            )
+        ]
+    if where == held - 2 and last is not None and last.prev_hash == anchor:
+        return [_stopped_before_anchor(held - 1, last)]
+    return [
+        _unanchored(
+            f"the head anchor is {held - 1 - where} record(s) behind the log, and a crash "
+            "leaves at most one: records were appended outside the log, or an old anchor was "
+            f"copied back (inspect the records after index {where})"
+        )
+    ]
+
+
+def _stopped_before_anchor(index: int, record: AuditRecord) -> AuditProblem:
+    return AuditProblem(
+        "crash",
+        index,
+        record.decision_id,
+        "the writer stopped between this record and its head anchor (a crash): the record "
+        "chains from the anchored head, as a crash leaves it; the next open of the log "
+        "recovers it and records the recovery",
+    )
 
 
 def _unanchored(what: str) -> AuditProblem:
@@ -580,10 +685,17 @@ def _unanchored(what: str) -> AuditProblem:
 
 
 def _checkpoint_problems(
-    file: Path, records: Sequence[AuditRecord | None], public_key: Any
+    file: Path, records: Sequence[AuditRecord | None], public_key: Any, notes: list[str]
 ) -> list[AuditProblem]:
     """Problems with the log's signed checkpoint, checked with ``public_key``."""
-    from jevqueue.audit._checkpoint import checkpoint_path, read_checkpoint
+    from jevqueue.audit._checkpoint import (
+        Checkpoint,
+        LogEnds,
+        checkpoint_fit,
+        checkpoint_path,
+        fit_message,
+        read_checkpoint,
+    )
 
     location = checkpoint_path(file)
     checkpoint = read_checkpoint(location)
@@ -609,26 +721,54 @@ def _checkpoint_problems(
                 "the log was written with another key",
             )
         ]
-    last = _last_hash(records)
-    if checkpoint.head == last:
-        return []
-    where = _hash_positions(records).get(checkpoint.head)
-    if where is None:
-        return [
+    if not isinstance(checkpoint, Checkpoint):
+        problems = [
             AuditProblem(
-                "unsigned",
+                "outdated",
                 None,
                 None,
-                f"the signed checkpoint names record {checkpoint.head}, which is not in the "
-                "log: the chain was rewritten or cut off the end",
+                f"the checkpoint {location.name} is of the first format, which signs the head "
+                "alone: another log signed with the same key passes it in this log's place. "
+                "Open the log with its signing key (the writer re-signs it in the current "
+                f"format), or run `jevqueue audit sign {file} --key PRIVATE`",
             )
         ]
-    return [
-        AuditProblem(
-            "unsigned",
-            where + 1,
-            None,
-            f"{len(records) - where - 1} record(s) after index {where} are not covered by the "
-            "signed checkpoint: they were added by someone without the signing key",
-        )
-    ]
+        if checkpoint.head != _last_hash(records):
+            problems.append(
+                AuditProblem(
+                    "unsigned",
+                    None,
+                    None,
+                    f"the old checkpoint names record {checkpoint.head}, which is not the "
+                    "log's last record: the chain was rewritten, cut off or added to",
+                )
+            )
+        return problems
+    ends = LogEnds.of(records, checkpoint.count)
+    fit = checkpoint_fit(checkpoint, ends)
+    message = fit_message(fit, checkpoint, ends, location.name)
+    if fit == "covered":
+        return []
+    if fit == "announced":
+        notes.append(message)
+        return []
+    if fit == "crash":
+        decision = records[checkpoint.count]
+        return [
+            AuditProblem(
+                "crash",
+                checkpoint.count,
+                None if decision is None else decision.decision_id,
+                message,
+            )
+        ]
+    if fit == "foreign":
+        return [AuditProblem("foreign", None, None, message)]
+    if fit == "truncated":
+        return [AuditProblem("truncated", ends.count, None, message)]
+    if fit == "rewritten":
+        return [AuditProblem("unsigned", checkpoint.count - 1, None, message)]
+    first = checkpoint.count
+    if checkpoint.pending and ends.after == checkpoint.pending:
+        first += 1
+    return [AuditProblem("unsigned", first, None, message)]

@@ -278,6 +278,18 @@ def test_rows_added_outside_the_log_are_found(backend: Backend, event: Event) ->
     assert kinds(backend.verify()) == ["inserted"]
 
 
+@pytest.mark.parametrize("records", [6, 0])
+def test_records_without_their_head_row_fail(backend: Backend, event: Event, records: int) -> None:
+    write(backend, event, count=records)
+    backend.sql("DELETE FROM {t}audit_log WHERE seq >= 3; DELETE FROM {t}audit_head")
+    report = backend.verify()
+    if backend.kind == "sqlite" and records == 0:
+        # an SQLite file is created before its head row, so an empty one may lack it
+        assert report.ok and report.notes, report.summary()
+    else:
+        assert kinds(report) == ["unanchored"] and "audit_head" in report.problems[0].message
+
+
 def test_an_unreadable_row_is_malformed_not_a_crash(backend: Backend, event: Event) -> None:
     write(backend, event)
     backend.sql("UPDATE {t}audit_log SET reasons = 'not json' WHERE seq = 1")

@@ -290,14 +290,56 @@ def test_jsonl_without_its_head_anchor_fails(tmp_path: Path, event: Event) -> No
     assert "missing" in report.problems[0].message
 
 
-def test_a_lagging_jsonl_anchor_fails(tmp_path: Path, event: Event) -> None:
+def test_a_jsonl_anchor_two_records_behind_fails(tmp_path: Path, event: Event) -> None:
     path, _ = write_log("jsonl", tmp_path, event)
+    lines = path.read_bytes().splitlines()
+    Path(f"{path}.head").write_text(json.loads(lines[-3])["record_hash"] + "\n")
+    report = verify_audit_log(path)
+    assert not report.ok and not report.recoverable
+    assert [p.kind for p in report.problems] == ["unanchored"]
+    assert "2 record(s) behind" in report.problems[0].message
+
+
+def test_a_jsonl_anchor_one_record_behind_is_what_a_crash_leaves(
+    tmp_path: Path, event: Event
+) -> None:
+    path, ids = write_log("jsonl", tmp_path, event)
     lines = path.read_bytes().splitlines()
     Path(f"{path}.head").write_text(json.loads(lines[-2])["record_hash"] + "\n")
     report = verify_audit_log(path)
-    assert not report.ok
-    assert [p.kind for p in report.problems] == ["unanchored"]
-    assert "behind" in report.problems[0].message
+    assert not report.ok and report.recoverable
+    assert [(p.kind, p.index, p.decision_id) for p in report.problems] == [("crash", 5, ids[5])]
+    assert report.summary().startswith("CRASH: 6 records")
+    with pytest.raises(AuditIntegrityError):  # not OK until the writer recovers it
+        report.raise_for_problems()
+
+
+def test_a_torn_line_alone_is_a_crash_but_a_torn_anchored_record_is_not(
+    tmp_path: Path, event: Event
+) -> None:
+    path, _ = write_log("jsonl", tmp_path, event)
+    with path.open("ab") as handle:
+        handle.write(b'{"decision_id":"half')
+    assert kinds(verify_audit_log(path)) == ["crash"]
+    path, _ = write_log("jsonl", tmp_path / "cut", event)
+    _rewrite(path, lambda lines: [*lines[:-1], lines[-1][:40]])  # the anchored record, cut
+    report = verify_audit_log(path)
+    assert sorted(kinds(report)) == ["crash", "truncated"] and not report.recoverable
+
+
+def test_the_report_names_the_log_and_checks_an_expected_id(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("sqlite", tmp_path, event)
+    report = verify_audit_log(path)
+    with SQLiteAuditLog(path) as log:
+        first = next(iter(log.records()))
+    assert report.log_id == first.record_hash
+    assert verify_audit_log(path, expected_log_id=report.log_id).ok
+    other = verify_audit_log(path, expected_log_id="sha256:" + "1" * 64)
+    assert kinds(other) == ["foreign"] and report.log_id in other.problems[0].message
+    empty = tmp_path / "empty.jsonl"
+    JsonlAuditLog(empty).close()
+    assert verify_audit_log(empty).log_id == ""
+    assert kinds(verify_audit_log(empty, expected_log_id=report.log_id)) == ["foreign"]
 
 
 def test_an_empty_log_verifies(tmp_path: Path) -> None:
@@ -370,6 +412,21 @@ def test_cli_reports_the_problem_and_fails(tmp_path: Path, event: Event) -> None
     assert as_json.exit_code == 1
     report = json.loads(as_json.output)
     assert report["ok"] is False and report["problems"][0]["decision_id"] == ids[3]
+    assert report["recoverable"] is False
+    assert report["log_id"] == verify_audit_log(path).log_id != ""
+
+
+def test_cli_exits_3_for_a_crash_and_prints_the_log_id(tmp_path: Path, event: Event) -> None:
+    path, _ = write_log("jsonl", tmp_path, event)
+    log_id = verify_audit_log(path).log_id
+    result = CliRunner().invoke(main, ["audit", "verify", str(path)])
+    assert result.exit_code == 0 and f"log id: {log_id}" in result.output
+    with path.open("ab") as handle:
+        handle.write(b'{"decision_id":"half')
+    result = CliRunner().invoke(main, ["audit", "verify", str(path)])
+    assert result.exit_code == 3 and result.output.startswith("CRASH:"), result.output
+    wrong = CliRunner().invoke(main, ["audit", "verify", str(path), "--log-id", "sha256:x"])
+    assert wrong.exit_code == 1 and "foreign" in wrong.output
 
 
 @pytest.mark.parametrize("change", ["extra", "duplicate"])
