@@ -156,12 +156,20 @@ def _trusted_keys(entries: tuple[str, ...]) -> dict[str, Any]:
     help="Reach the upstream over streamable HTTP instead of starting COMMAND.",
 )
 @click.option(
+    "--upstream-name",
+    default=None,
+    help="What you call the upstream (letters, digits, '._-'); with a hash of its command "
+    "or URL, it is the origin every approval is bound to. Default: the program's or host's "
+    "name.",
+)
+@click.option(
     "--relay-unjudged",
     "relay_unjudged",
     multiple=True,
     type=click.Choice(["resources", "prompts", "completions"]),
-    help="Relay the upstream's resources, prompts or completions although no policy judges "
-    "them (repeatable; default: left out).",
+    help="Relay the upstream's prompts or completions although no policy judges them "
+    "(repeatable; default: left out). Resources are relayed, each read judged, when the "
+    "tools file declares resources/read.",
 )
 @click.option(
     "--describe",
@@ -182,6 +190,7 @@ def mcp_proxy(
     approver_keys: tuple[str, ...],
     approvals_dir: str | None,
     upstream_url: str | None,
+    upstream_name: str | None,
     relay_unjudged: tuple[str, ...],
     describe: bool,
     command: tuple[str, ...],
@@ -189,7 +198,8 @@ def mcp_proxy(
     """Serve MCP over stdio in front of an upstream server: `-- COMMAND [ARGS...]`.
 
     Every tools/call is judged by the policy before it reaches the upstream; tools the
-    tools file does not declare are hidden and refused. Start with
+    tools file does not declare, or that the upstream lists otherwise than the tools file
+    pins, are hidden and refused. Start with
     `jevqueue mcp-proxy --describe -- COMMAND > tools.toml` and review the file.
     """
     plugin = _plugin()
@@ -202,11 +212,11 @@ def mcp_proxy(
         )
     try:
         upstream = (
-            plugin.Upstream.http(upstream_url)
+            plugin.Upstream.http(upstream_url, name=upstream_name)
             if upstream_url
             # The upstream gets the proxy's environment: clients pass a server's tokens and
             # settings in the environment of the command they start, which is the proxy.
-            else plugin.Upstream.stdio(*command, env=dict(os.environ))
+            else plugin.Upstream.stdio(*command, env=dict(os.environ), name=upstream_name)
         )
     except JevError as error:
         raise click.UsageError(str(error)) from None

@@ -9,11 +9,18 @@ message: the model reads the denial as the tool's result and the conversation go
 allowed call reaches the inner workbench through :meth:`~jevqueue.policy.Guard.arun`, with
 the arguments that were judged (path fields as resolved), at most once per call id.
 
-Routes around the workbench: a tool the inner workbench lists without a declaration is a
-``ConfigurationError`` when the wrapper is built (for a workbench that must start first,
-on its first ``list_tools``, before any call). Handoffs (``AssistantAgent(handoffs=...)``,
+Routes around the workbench: a tool of a ``StaticWorkbench`` without a declaration is a
+``ConfigurationError`` when the wrapper is built (you handed that tool over, so it is
+meant to be offered). A workbench that serves someone else's tools (``McpWorkbench``, any
+other) offers only the declared ones: declare the three of a server's fourteen tools the
+agent may use, and ``list_tools`` shows those three; a call of any other is refused by
+the guard and audited, and never reaches the server. A path field may hold a list of
+paths (the filesystem server's ``read_multiple_files``): each element is judged, and the
+call is refused whole when one is. Handoffs (``AssistantAgent(handoffs=...)``,
 ``Swarm``) never reach a workbench: :class:`~.agentchat_client.GovernedChatCompletionClient`
-refuses a turn that offers one.
+refuses a turn that offers one. A call carrying an argument its declared schema does not
+name is refused, naming it, before anything runs: a schema that does not close its
+properties would otherwise let it through to the tool unjudged.
 
 The wrapper is deliberately *not* a ``StreamWorkbench``: ``AssistantAgent`` sends every
 call of a workbench that is one through ``call_tool_stream``, and this wrapper governs
@@ -26,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jevqueue.errors import ConfigurationError
+from jevqueue.errors import ConfigurationError, InvalidToolArgumentsError
 from jevqueue.plugins.autogen._agentchat_framework import (
     StaticWorkbench,
     TextResultContent,
@@ -46,8 +53,9 @@ class PolicyWorkbench(Workbench):
         inner: The workbench that runs allowed calls (``StaticWorkbench``,
             ``McpWorkbench``, ...).
         pep: The policy enforcement point; it audits every decision.
-        specs: One ``ToolSpec`` per tool the inner workbench lists
-            (:func:`~jevqueue.plugins.autogen.tool_spec`).
+        specs: One ``ToolSpec`` per tool the agent may call
+            (:func:`~jevqueue.plugins.autogen.tool_spec`): every tool of a
+            ``StaticWorkbench``, the chosen subset of any other workbench's.
         context: The execution context (an ``ExecutionContext`` or a mapping of its
             fields), validated now.
         approver: Asked for approval records when a call needs an explicit approval
@@ -58,10 +66,9 @@ class PolicyWorkbench(Workbench):
         approval_func: The former name of ``approver`` (deprecated).
 
     Raises:
-        ConfigurationError: ``inner`` is not a ``Workbench``, ``specs`` is malformed, or
-            the inner workbench lists a tool that has no spec (checked now for a
-            ``StaticWorkbench``, else on the first ``list_tools``, before any call), or
-            an approver is given under two keywords or is not callable.
+        ConfigurationError: ``inner`` is not a ``Workbench``, ``specs`` is malformed, a
+            ``StaticWorkbench`` holds a tool that has no spec, or an approver is given
+            under two keywords or is not callable.
         InvalidContextError: ``context`` is incomplete or ambient.
     """
 
@@ -88,9 +95,9 @@ class PolicyWorkbench(Workbench):
             approver=deprecated_approver(approver, "PolicyWorkbench", approval_func=approval_func),
             owner="PolicyWorkbench",
         )
-        self._checked = False
-        # A StaticWorkbench lists its tools without waiting on anything, so they are checked
-        # now. Other workbenches (McpWorkbench) must start first: checked on list_tools.
+        # A StaticWorkbench lists the tools its user handed over, without waiting on
+        # anything: each must be declared, checked now. Other workbenches (McpWorkbench)
+        # serve someone else's tools: only the declared ones are offered (list_tools).
         if isinstance(inner, StaticWorkbench):
             listed = _now(inner.list_tools())
             if listed is not None:
@@ -111,13 +118,15 @@ class PolicyWorkbench(Workbench):
             (tool["name"] for tool in tools),
             how=" (jevqueue.plugins.autogen.tool_spec accepts the workbench's tool schemas too)",
         )
-        self._checked = True
 
     async def list_tools(self) -> list[Any]:
-        """The inner workbench's tools, each checked to have a policy declaration."""
+        """The inner workbench's declared tools: a ``StaticWorkbench``'s, each checked to
+        have a declaration; any other workbench's, less the undeclared ones."""
         tools = await self.inner.list_tools()
-        self._check(tools)
-        return tools
+        if isinstance(self.inner, StaticWorkbench):
+            self._check(tools)
+            return tools
+        return [tool for tool in tools if self.guard.declares(tool["name"])]
 
     async def call_tool(
         self,
@@ -127,7 +136,19 @@ class PolicyWorkbench(Workbench):
         call_id: str | None = None,
     ) -> ToolResult:
         """Judge the call; run it on the inner workbench only when the policy allows it."""
-        judgement = await self.guard.acheck(name, arguments, call_id)
+        extra = _undeclared_arguments(self.guard, name, arguments)
+        if extra:
+            judgement = self.guard.refuse(
+                name,
+                InvalidToolArgumentsError(
+                    name,
+                    f"the arguments {extra} are not parameters of its declared schema, so "
+                    "nothing was run: call it with its declared parameters only",
+                ),
+                call_id,
+            )
+        else:
+            judgement = await self.guard.acheck(name, arguments, call_id)
         if not judgement.allowed:
             return ToolResult(
                 name=name, result=[TextResultContent(content=judgement.message)], is_error=True
@@ -157,6 +178,29 @@ class PolicyWorkbench(Workbench):
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Load the inner workbench's state."""
         await self.inner.load_state(state)
+
+
+def _undeclared_arguments(guard: Guard, name: object, arguments: object) -> list[str]:
+    """The arguments of a call that its declared schema does not name.
+
+    A schema that does not close its properties (``additionalProperties``) lets them
+    through, and the inner workbench would hand them to the tool unjudged: a server's
+    second path, a flag. The MCP proxy holds the same rule.
+    """
+    if type(name) is not str or not isinstance(arguments, Mapping) or name not in guard.registry:
+        return []
+    spec = guard.registry.get(name)
+    properties = spec.schema.get("properties") if spec.schema is not None else None
+    if not isinstance(properties, Mapping):
+        return []
+    declared = {
+        *properties,
+        *spec.path_fields,
+        *(pointer.split("/", 1)[0] for pointer in spec.content_fields),
+    }
+    if spec.cwd_field is not None:
+        declared.add(spec.cwd_field)
+    return sorted(str(key) for key in arguments if key not in declared)
 
 
 def _now(awaitable: Any) -> Any:

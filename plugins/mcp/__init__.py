@@ -15,6 +15,15 @@ and the upstream never sees the call. Every decision lands in the audit log.
   refused if called anyway (a client may call a name it cached or made up). Upstream
   annotations are untrusted: a tool the upstream marks ``destructiveHint`` while the
   tools file declares no writing effect is refused; ``readOnlyHint`` loosens nothing.
+* **Only declared arguments go upstream.** A call carrying an argument its declaration
+  does not name is refused, naming it (:class:`CallJudge`).
+* **The listing is pinned** (:mod:`~jevqueue.plugins.mcp.listing_pins`): a tool listed
+  with a schema other than its ``[tool.schema]``, or whose description, title or schema
+  changes after the proxy first read it, and any name listed twice, are hidden and
+  refused until the proxy restarts with a tools file that describes them again; each
+  withdrawal is one line of the log.
+* **Approvals bind to the upstream.** Every declaration carries :attr:`Upstream.origin`
+  (its name and a hash of its command line or URL), part of every action digest.
 * **Approvals.** An ``explicit_approval`` obligation becomes the core
   :class:`~jevqueue.policy.ApprovalRequest`. Signed records from ``jevqueue approve`` are
   accepted for unattended use (``--approvals-dir``, or
@@ -33,14 +42,18 @@ Routes around the guard, and what happens to each:
   anyway, refused by the guard before evaluation (audited).
 * **Tools the upstream lists after the session starts** (``notifications/tools/list_changed``)
   are judged: the listing is read again before the next call, a new undeclared tool is
-  refused like any other, and a declared tool newly marked destructive is refused.
-* **Refused unless asked for**: ``resources/read``, ``prompts/get`` and
-  ``completion/complete``, which no policy judges. The proxy does not offer them and
-  refuses them if asked anyway, unless they are named in ``relay_unjudged=`` (the CLI's
-  ``--relay-unjudged resources``): then they are relayed as the upstream answers, and a
-  server whose resource reads or prompts have effects runs them unjudged. Declare such
-  effects as tools instead. Nothing is refused when the proxy is built: an upstream is
-  only known once it runs.
+  refused like any other, a declared tool newly marked destructive is refused, and a
+  declared tool listed otherwise than pinned is withdrawn.
+* **Judged when declared**: ``resources/read``. Resources are offered only when the tools
+  file declares ``resources/read``; each read is then a call of that declaration, a
+  ``file://`` URI judged as a path contained in the workspace, and audited
+  (:mod:`~jevqueue.plugins.mcp.resource_read`).
+* **Refused unless asked for**: ``prompts/get`` and ``completion/complete``, which no
+  policy judges. The proxy does not offer them and refuses them if asked anyway, unless
+  they are named in ``relay_unjudged=`` (the CLI's ``--relay-unjudged prompts``): then
+  they are relayed as the upstream answers, and a server whose prompts have effects runs
+  them unjudged. Declare such effects as tools instead. Nothing is refused when the proxy
+  is built: an upstream is only known once it runs.
 
 What an MCP proxy cannot do, plainly:
 

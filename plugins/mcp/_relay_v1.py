@@ -3,9 +3,10 @@
 Handlers are registered per request type in ``Server.request_handlers`` (not through the
 ``@call_tool()`` decorator, which would validate and cache on the proxy's behalf): each
 forwards the client's request to the upstream session as it came and returns the
-upstream's result unchanged, except ``tools/list`` (undeclared tools are left out) and
-``tools/call`` (judged by the guard first, and forwarded with the judged arguments once per
-request id). Approvals are asked with ``session.elicit(...)``, showing the core
+upstream's result unchanged, except ``tools/list`` (undeclared and withdrawn tools are
+left out), ``tools/call`` and ``resources/read`` (judged by the guard first, and forwarded
+with the judged arguments once per request id; a refused read is a JSON-RPC error carrying
+the guard's message). Approvals are asked with ``session.elicit(...)``, showing the core
 ``ApprovalRequest``.
 """
 
@@ -22,6 +23,8 @@ from jevqueue.plugins.mcp.approval_request import (
     approval_message,
     approval_schema,
 )
+from jevqueue.plugins.mcp.resource_read import read_uri
+from mcp.shared.exceptions import McpError
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.plugins.mcp.call_judge import CallJudge
@@ -37,7 +40,6 @@ _FORWARDED: dict[str, tuple[tuple[type, type], ...]] = {
     "resources": (
         (types.ListResourcesRequest, types.ListResourcesResult),
         (types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult),
-        (types.ReadResourceRequest, types.ReadResourceResult),
         (types.SubscribeRequest, types.EmptyResult),
         (types.UnsubscribeRequest, types.EmptyResult),
     ),
@@ -190,7 +192,30 @@ async def serve(
 
         return types.ServerResult(await judge.guard.arun(judgement, forward_call))
 
-    capabilities = _capabilities(info.capabilities, proxy.relay_unjudged)
+    async def read_resource(request: types.ReadResourceRequest) -> types.ServerResult:
+        context = remember_client()
+        params = request.params
+        asked = str(params.uri)
+        meta = params.meta.model_dump(by_alias=True) if params.meta is not None else None
+        judgement = await judge.check_read(
+            asked, f"{session_tag}/{context.request_id}", meta, ask_user=asker(context)
+        )
+        if not judgement.allowed:
+            raise McpError(types.ErrorData(code=types.INVALID_PARAMS, message=judgement.message))
+
+        async def forward_read(arguments: dict[str, Any]) -> types.ReadResourceResult:
+            forwarded = types.ReadResourceRequest(
+                method="resources/read",
+                params=types.ReadResourceRequestParams(uri=read_uri(arguments, asked)),
+            )
+            result: types.ReadResourceResult = await upstream.send_request(
+                types.ClientRequest(forwarded), types.ReadResourceResult
+            )
+            return result
+
+        return types.ServerResult(await judge.guard.arun(judgement, forward_read))
+
+    capabilities = _capabilities(info.capabilities, proxy.relayed)
     if capabilities.tools is not None:
         server.request_handlers[types.ListToolsRequest] = list_tools
         server.request_handlers[types.CallToolRequest] = call_tool
@@ -198,6 +223,8 @@ async def serve(
         if getattr(capabilities, capability) is not None:
             for request_type, result_type in pairs:
                 server.request_handlers[request_type] = forward(request_type, result_type)
+    if capabilities.resources is not None:
+        server.request_handlers[types.ReadResourceRequest] = read_resource
     options = InitializationOptions(
         server_name=info.serverInfo.name,
         server_version=info.serverInfo.version,

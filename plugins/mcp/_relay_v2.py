@@ -1,10 +1,12 @@
 """The relay on ``mcp`` 2.x: ``Server(name, on_list_tools=..., on_call_tool=..., ...)``.
 
 Each ``on_*`` handler forwards the client's request to the upstream session and returns
-the upstream's result unchanged, except ``tools/list`` (undeclared tools are left out)
-and ``tools/call`` (judged first). Handlers are registered only for what the upstream
-offers and the proxy relays (resources, prompts and completions only when named in
-``relay_unjudged``), so the capabilities the proxy announces are those.
+the upstream's result unchanged, except ``tools/list`` (undeclared and withdrawn tools
+are left out), ``tools/call`` and ``resources/read`` (judged first; a refused read is a
+JSON-RPC error carrying the guard's message). Handlers are registered only for what the
+upstream offers and the proxy relays (resources only when the tools file declares
+``resources/read``, prompts and completions only when named in ``relay_unjudged``), so
+the capabilities the proxy announces are those.
 
 Approvals follow the era the client negotiated; both show the core ``ApprovalRequest``.
 On a handshake protocol (2025-11-25 and older) the proxy asks with
@@ -30,6 +32,8 @@ from jevqueue.plugins.mcp.approval_request import (
     approval_message,
     approval_schema,
 )
+from jevqueue.plugins.mcp.resource_read import read_uri
+from mcp.shared.exceptions import MCPError
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.plugins.mcp.call_judge import CallJudge
@@ -97,6 +101,15 @@ def _without_envelope(params: Any) -> Any:
     if params is None or getattr(params, "meta", None) is None:
         return params
     return params.model_copy(update={"meta": None})
+
+
+def _call_digest(judgement: Judgement) -> str:
+    """The digest of the call alone (tool, arguments, targets, context, origin): equal for
+    the same call judged before and after the agent read more."""
+    action = judgement.action
+    if action is None:
+        return ""
+    return getattr(action, "call_digest", "") or action.digest
 
 
 def _error_result(text: str) -> types.CallToolResult:
@@ -171,18 +184,24 @@ async def serve(
         # The result's own _meta: the SDK strips the _meta of a request inside it.
         return types.InputRequiredResult(
             input_requests={_INPUT_KEY: question},
-            request_state=proxy.pending.open(request.action_digest),
+            request_state=proxy.pending.open(_call_digest(judgement), held=judgement),
             _meta={REQUEST_META_KEY: request.to_dict()},
         )
 
     def resumed(params: Any, judgement: Judgement) -> Judgement:
-        """2026-07-28 retry: check the echoed state against this call, then the answer."""
-        problem = proxy.pending.close(params.request_state, judgement.approval_requested or "")
+        """2026-07-28 retry: check the echoed state against this call, then the answer.
+
+        An approved retry resumes the judgement the question showed: the agent may have
+        read more since (the other calls of its batch), which changes the labels of the
+        action judged now, and the person approved the one they read.
+        """
+        held, problem = proxy.pending.claim(params.request_state, _call_digest(judgement))
         answer = (params.input_responses or {}).get(_INPUT_KEY)
         approves = isinstance(answer, types.ElicitResult) and answer_approves(
             answer.action, answer.content
         )
-        return judge.answered(judgement, approves, problem)
+        shown = held if problem is None and getattr(held, "pending", False) else judgement
+        return judge.answered(shown, approves, problem)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
         notify.session = ctx.session
@@ -217,18 +236,41 @@ async def serve(
 
         return await judge.guard.arun(judgement, forward_call)
 
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+        notify.session = ctx.session
+        meta = params.meta if isinstance(params.meta, dict) else None
+        asked = str(params.uri)
+        # On 2026-07-28 there is no request to ask the user with mid-read.
+        ask_user = None if _modern(ctx.protocol_version) else asker(ctx)
+        judgement = await judge.check_read(
+            asked, f"{session_tag}/{ctx.request_id}", meta, ask_user=ask_user
+        )
+        if not judgement.allowed:
+            raise MCPError(code=types.INVALID_PARAMS, message=judgement.message)
+
+        async def forward_read(arguments: dict[str, Any]) -> types.ReadResourceResult:
+            request = types.ReadResourceRequest(
+                params=types.ReadResourceRequestParams(uri=read_uri(arguments, asked))
+            )
+            result: types.ReadResourceResult = await upstream.send_request(
+                request, types.ReadResourceResult
+            )
+            return result
+
+        return await judge.guard.arun(judgement, forward_read)
+
     handlers: dict[str, Any] = {}
     if offered.tools is not None:
         handlers["on_list_tools"] = list_tools
         handlers["on_call_tool"] = call_tool
-    if offered.resources is not None and "resources" in proxy.relay_unjudged:
+    if offered.resources is not None and "resources" in proxy.relayed:
         handlers["on_list_resources"] = forward(
             types.ListResourcesRequest, types.ListResourcesResult
         )
         handlers["on_list_resource_templates"] = forward(
             types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult
         )
-        handlers["on_read_resource"] = forward(types.ReadResourceRequest, types.ReadResourceResult)
+        handlers["on_read_resource"] = read_resource
         if offered.resources.subscribe:
             handlers["on_subscribe_resource"] = forward(types.SubscribeRequest, types.EmptyResult)
             handlers["on_unsubscribe_resource"] = forward(

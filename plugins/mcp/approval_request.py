@@ -15,8 +15,9 @@ record for exactly that digest, and the PEP checks it (signature, binding, fresh
 single use) like any other record. On protocol 2026-07-28, where the question travels in
 an ``InputRequiredResult`` and the client answers on a retry, the only state the client
 echoes is a random token the proxy keeps server-side (:class:`PendingApprovals`), single
-use, expiring, and tied to the digest: a retry with other arguments has another digest and
-is refused.
+use, expiring, and tied to the call the question showed: a retry with other arguments is
+refused, and an approved retry runs exactly the action the question showed (its digest,
+and the provenance labels the person read, even when the agent read more meanwhile).
 """
 
 from __future__ import annotations
@@ -88,16 +89,19 @@ class PendingApprovals:
     def __init__(self, *, ttl_seconds: float = 600.0, limit: int = 1024) -> None:
         self._ttl = ttl_seconds
         self._limit = limit
-        self._open: dict[str, tuple[str, float]] = {}
+        self._open: dict[str, tuple[str, float, Any]] = {}
         self._lock = threading.Lock()
 
-    def open(self, digest: str) -> str:
-        """Remember a question about ``digest``; return the opaque state the client echoes."""
+    def open(self, digest: str, *, held: Any = None) -> str:
+        """Remember a question about ``digest``; return the opaque state the client echoes.
+
+        ``held`` is kept with it (the paused judgement), for :meth:`claim`.
+        """
         token = secrets.token_urlsafe(32)
         with self._lock:
             while len(self._open) >= self._limit:
                 self._open.pop(next(iter(self._open)))
-            self._open[token] = (digest, time.monotonic() + self._ttl)
+            self._open[token] = (digest, time.monotonic() + self._ttl, held)
         return token
 
     def close(self, token: object, digest: str) -> str | None:
@@ -106,18 +110,24 @@ class PendingApprovals:
         Returns ``None`` when it does. The token is gone afterwards either way: one
         question, one answer.
         """
+        return self.claim(token, digest)[1]
+
+    def claim(self, token: object, digest: str) -> tuple[Any, str | None]:
+        """Like :meth:`close`, and also return what was held with the question."""
         if type(token) is not str:
-            return "the retry carries no approval state from this proxy"
+            return None, "the retry carries no approval state from this proxy"
         with self._lock:
             entry = self._open.pop(token, None)
         if entry is None:
-            return "the approval state is unknown, already used or expired: call the tool again"
-        expected, deadline = entry
+            return None, (
+                "the approval state is unknown, already used or expired: call the tool again"
+            )
+        expected, deadline, held = entry
         if time.monotonic() > deadline:
-            return "the approval question expired: call the tool again"
+            return None, "the approval question expired: call the tool again"
         if expected != digest:
-            return (
+            return None, (
                 "the retry's arguments are not the ones the approval question showed "
                 f"({digest} is not {expected}): call the tool again"
             )
-        return None
+        return held, None

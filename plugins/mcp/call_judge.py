@@ -13,6 +13,18 @@ What the proxy adds to the guard is MCP's own:
   like an undeclared one (annotations only ever tighten; ``readOnlyHint`` loosens
   nothing). The listing is read when the proxy starts, on every ``tools/list``, and again
   before the next call after the upstream announces ``notifications/tools/list_changed``.
+* **The listing is pinned** (:class:`~jevqueue.plugins.mcp.listing_pins.ListingPins`): a
+  declared tool listed with a schema other than the tools file's, or changed after the
+  proxy first listed it, or a name listed twice, is withdrawn — hidden and refused — and
+  the withdrawal logged once.
+* **A call carries only declared arguments.** An argument the declaration does not name
+  (its schema's ``properties``, its path, working-directory and content fields) would
+  reach the upstream unjudged: the call is refused, naming it, and audited.
+* **Who serves the tool is judged.** Every declaration carries the upstream's origin
+  (``ToolSpec.origin``), part of each action digest: an approval of a call on one upstream
+  never authorises it on another.
+* **Resource reads are calls.** A ``resources/read`` is judged as a call of the declared
+  tool ``resources/read`` (:mod:`~jevqueue.plugins.mcp.resource_read`).
 * **Where approvals come from.** Signed records the client attaches to the call
   (``_meta[APPROVALS_META_KEY]``) are judged with it. Otherwise, when the policy asks for
   an approval, the guard's approver tries in turn: a record in the approvals directory
@@ -24,6 +36,7 @@ What the proxy adds to the guard is MCP's own:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -31,12 +44,19 @@ from pathlib import Path
 from typing import Any
 
 from jevqueue.approvals import ApprovalRecord
-from jevqueue.errors import ApprovalDeclinedError, ConfigurationError, UnregisteredToolError
+from jevqueue.errors import (
+    ApprovalDeclinedError,
+    ConfigurationError,
+    InvalidToolArgumentsError,
+    UnregisteredToolError,
+)
+from jevqueue.plugins.mcp.listing_pins import ListingPins
 from jevqueue.plugins.mcp.no_elicitation import (
     APPROVALS_META_KEY,
     no_authority_message,
     no_elicitation_message,
 )
+from jevqueue.plugins.mcp.resource_read import RESOURCE_READ, check_read_spec, read_arguments
 from jevqueue.policy import (
     FILE_DELETE,
     FILE_WRITE,
@@ -48,6 +68,7 @@ from jevqueue.policy import (
     Judgement,
     ToolRegistry,
     ToolSpec,
+    registry_from_specs,
 )
 from jevqueue.policy._approval_request import check_approver
 
@@ -77,16 +98,22 @@ def _refused_by_annotations(spec: ToolSpec, annotations: Mapping[str, Any] | Non
 
 
 class _ListedRegistry(ToolRegistry):
-    """The tools file's declarations, less the tools the upstream's listing contradicts."""
+    """The tools file's declarations, less the tools the upstream's listing contradicts.
+
+    ``refused`` holds what the latest listing's annotations contradict (lifted when a later
+    listing no longer does); ``withdrawn`` what broke a pin, for the proxy's life.
+    """
 
     def __init__(self, specs: Iterable[ToolSpec]) -> None:
         super().__init__(specs)
         self.refused: dict[str, str] = {}
+        self.withdrawn: dict[str, str] = {}
 
     def get(self, name: str) -> ToolSpec:
-        reason = self.refused.get(name) if type(name) is str else None
-        if reason is not None:
-            raise UnregisteredToolError(name, f"tool {name!r} is refused: {reason}")
+        if type(name) is str:
+            reason = self.withdrawn.get(name) or self.refused.get(name)
+            if reason is not None:
+                raise UnregisteredToolError(name, f"tool {name!r} is refused: {reason}")
         try:
             return super().get(name)
         except UnregisteredToolError as error:
@@ -98,7 +125,25 @@ class _ListedRegistry(ToolRegistry):
             ) from None
 
     def __contains__(self, name: object) -> bool:
-        return super().__contains__(name) and name not in self.refused
+        return (
+            super().__contains__(name) and name not in self.refused and name not in self.withdrawn
+        )
+
+
+def _with_origin(specs: Iterable[ToolSpec], origin: str | None) -> tuple[ToolSpec, ...]:
+    """The declarations, each bound to the upstream that serves it."""
+    declared = registry_from_specs(specs, owner="PolicyProxyServer").specs()
+    if origin is None:
+        return declared
+    bound = []
+    for spec in declared:
+        if spec.origin is not None and spec.origin != origin:
+            raise ConfigurationError(
+                f"tool {spec.name!r} is declared for the origin {spec.origin!r}, and this "
+                f"proxy serves {origin!r}: declare it without an origin (the proxy sets it)"
+            )
+        bound.append(dataclasses.replace(spec, origin=origin))
+    return tuple(bound)
 
 
 class CallJudge:
@@ -113,6 +158,8 @@ class CallJudge:
         authority: signs the client's user's "yes" (the PEP's verifier must trust it).
         approvals_dir: a directory of signed approval records (JSON files printed by
             ``jevqueue approve``); a record is offered for the digest it names.
+        origin: who serves the tools (:attr:`Upstream.origin
+            <jevqueue.plugins.mcp.Upstream.origin>`), set on every declaration.
 
     Attributes:
         guard: the :class:`~jevqueue.policy.Guard` that judges and runs every call.
@@ -132,6 +179,7 @@ class CallJudge:
         approver: Approver | None = None,
         authority: Any = None,
         approvals_dir: str | Path | None = None,
+        origin: str | None = None,
     ) -> None:
         if authority is not None and not callable(getattr(authority, "issue", None)):
             raise ConfigurationError(
@@ -147,12 +195,19 @@ class CallJudge:
         self.authority = authority
         self.approvals_dir = None if approvals_dir is None else Path(approvals_dir)
         self.guard = Guard(
-            pep, specs=specs, context=context, approver=self._approve, owner="PolicyProxyServer"
+            pep,
+            specs=_with_origin(specs, origin),
+            context=context,
+            approver=self._approve,
+            owner="PolicyProxyServer",
         )
         # The guard judges against the declarations as the upstream's listing narrows them
         # (the guard copies specs= into a plain registry, so the narrowed one replaces it).
         self.registry = _ListedRegistry(self.guard.registry.specs())
         self.guard.registry = self.registry
+        if RESOURCE_READ in self.registry:
+            check_read_spec(self.registry.get(RESOURCE_READ))
+        self.pins = ListingPins(self.registry.specs())
         self.stale = False
         # The guard's approver is one for the proxy; the client to ask is per call, found
         # by the call id the guard puts in each ApprovalRequest.
@@ -161,24 +216,53 @@ class CallJudge:
     # --- tools/list -------------------------------------------------------------------
 
     def learn_tools(self, tools: Iterable[Mapping[str, Any]]) -> None:
-        """Read the upstream's listing: refuse declared tools its annotations contradict."""
-        refused = self.registry.refused
+        """Read the upstream's listing: withdraw what breaks a pin, refuse declared tools
+        its annotations contradict."""
+        tools = list(tools)
+        registry = self.registry
+
+        def declared(name: str) -> bool:
+            return ToolRegistry.__contains__(registry, name)
+
+        for name, reason in self.pins.read(tools, declared):
+            registry.withdrawn[name] = (
+                f"{reason}; it stays hidden and refused until the proxy restarts with a tools "
+                "file that describes it again (operator: review what `jevqueue mcp-proxy "
+                "--describe -- COMMAND` prints now)"
+            )
+            if declared(name):
+                _logger.warning(
+                    "hiding and refusing %r until it is described again: %s", name, reason
+                )
         for tool in tools:
             name = tool.get("name")
-            if type(name) is not str or not ToolRegistry.__contains__(self.registry, name):
+            if type(name) is not str or name in registry.withdrawn or not declared(name):
                 continue
-            spec = ToolRegistry.get(self.registry, name)
+            if name == RESOURCE_READ:
+                registry.withdrawn[name] = (
+                    f"the upstream lists a tool named {RESOURCE_READ!r}, the tools file's "
+                    "name for resource reads: it is never called as a tool"
+                )
+                _logger.warning("refusing the upstream's tool %s: the name is reserved", name)
+                continue
+            spec = ToolRegistry.get(registry, name)
             reason = _refused_by_annotations(spec, tool.get("annotations"))
             if reason is None:
-                refused.pop(name, None)
+                registry.refused.pop(name, None)
             else:
-                if name not in refused:
+                if name not in registry.refused:
                     _logger.warning("refusing %s: %s", name, reason)
-                refused[name] = reason
+                registry.refused[name] = reason
 
     def listed(self, name: object) -> bool:
         """Whether the proxy shows the upstream tool ``name`` to its client."""
-        return name in self.registry
+        return name in self.registry and name != RESOURCE_READ
+
+    @property
+    def reads_resources(self) -> bool:
+        """True when the tools file declares ``resources/read``: resources are relayed,
+        each read judged."""
+        return ToolRegistry.__contains__(self.registry, RESOURCE_READ)
 
     @property
     def pauses(self) -> bool:
@@ -200,6 +284,56 @@ class CallJudge:
 
         Never pending. ``ask_user`` asks the client's user (``None``: the client cannot).
         """
+        outside = self._refused_early(name, arguments, call_id)
+        if outside is not None:
+            return outside
+        return await self._check(name, arguments, call_id, meta, ask_user)
+
+    async def check_read(
+        self,
+        uri: object,
+        call_id: str | None,
+        meta: Mapping[str, Any] | None = None,
+        *,
+        ask_user: AskUser | None = None,
+    ) -> Judgement:
+        """Judge a ``resources/read`` of ``uri`` as a call of the declared ``resources/read``
+        (:func:`~jevqueue.plugins.mcp.resource_read.read_arguments`). Never pending."""
+        try:
+            arguments = read_arguments(uri)
+        except InvalidToolArgumentsError as error:
+            return self.guard.refuse(RESOURCE_READ, error, call_id)
+        if RESOURCE_READ in self.registry:
+            files = "path" in self.registry.get(RESOURCE_READ).path_fields
+            if files and "uri" in arguments:
+                why = (
+                    f"{str(uri)[:200]!r} is not a file:// URI, and the tools file declares "
+                    'resources/read for files (path_fields = ["path"]); operator: a server '
+                    "of other resources is declared without path fields, judged by its side "
+                    "effects"
+                )
+            elif not files and "path" in arguments:
+                why = (
+                    "a file:// resource is read only under a resources/read declaration "
+                    'that contains it in the workspace (path_fields = ["path"]), and the '
+                    "tools file declares none"
+                )
+            else:
+                why = ""
+            if why:
+                return self.guard.refuse(
+                    RESOURCE_READ, InvalidToolArgumentsError(RESOURCE_READ, why), call_id
+                )
+        return await self._check(RESOURCE_READ, arguments, call_id, meta, ask_user)
+
+    async def _check(
+        self,
+        name: object,
+        arguments: object,
+        call_id: str | None,
+        meta: Mapping[str, Any] | None,
+        ask_user: AskUser | None,
+    ) -> Judgement:
         self._asking[call_id] = ask_user
         try:
             return await self.guard.acheck(
@@ -219,6 +353,9 @@ class CallJudge:
         meta: Mapping[str, Any] | None = None,
     ) -> Judgement:
         """Judge one call for a client that answers on a retry: pending when nobody has."""
+        outside = self._refused_early(name, arguments, call_id)
+        if outside is not None:
+            return outside
         judgement = self.guard.judge(
             name,  # type: ignore[arg-type]
             arguments,
@@ -230,6 +367,50 @@ class CallJudge:
             if filed:
                 return self.guard.resume(judgement, filed)
         return judgement
+
+    def _refused_early(
+        self, name: object, arguments: object, call_id: str | None
+    ) -> Judgement | None:
+        """The refusal of a ``tools/call`` of ``resources/read``, or of a call that carries
+        an argument its declaration does not name.
+
+        Such an argument reaches the upstream unjudged (a second path, a flag), so the call
+        is refused rather than trimmed: the model learns which argument to drop, and what
+        runs is what it asked for. ``None`` when every argument is declared, or when the
+        guard refuses the call anyway (an undeclared tool, arguments that are no object).
+        """
+        if name == RESOURCE_READ:
+            return self.guard.refuse(
+                name,
+                UnregisteredToolError(
+                    name,
+                    f"{RESOURCE_READ!r} is the tools file's name for resource reads, never a "
+                    "tool: read the resource with resources/read",
+                ),
+                call_id,
+            )
+        if type(name) is not str or name not in self.registry:
+            return None
+        if not isinstance(arguments, Mapping):
+            return None
+        spec = self.registry.get(name)
+        allowed = self.pins.arguments(spec)
+        extra = sorted(str(key) for key in arguments if key not in allowed)
+        if not extra:
+            return None
+        shown = ", ".join(repr(key[:80]) for key in extra[:10])
+        return self.guard.refuse(
+            name,
+            InvalidToolArgumentsError(
+                name,
+                f"the argument{'s' if len(extra) > 1 else ''} {shown} "
+                f"{'are' if len(extra) > 1 else 'is'} not declared (its parameters: "
+                f"{', '.join(sorted(allowed)) or 'none'}), so nothing was sent to the server: "
+                "call it with its declared parameters only (operator: an argument the "
+                "upstream really takes belongs in the tools file's [tool.schema] properties)",
+            ),
+            call_id,
+        )
 
     def answered(self, pending: Judgement, approves: bool, problem: str | None = None) -> Judgement:
         """A paused call judged again with the user's answer (signed when it is a yes)."""

@@ -52,15 +52,16 @@ def describe_upstream(upstream: Upstream | str | Sequence[str]) -> str:
     """
     target = Upstream.coerce(upstream)
 
-    async def read() -> list[dict[str, Any]]:
+    async def read() -> tuple[list[dict[str, Any]], bool]:
         async with connect_upstream(target) as connection:
-            if connection.initialize_result.capabilities.tools is None:
-                return []  # a server of resources or prompts only: nothing to declare
+            offered = connection.initialize_result.capabilities
+            if offered.tools is None:
+                return [], offered.resources is not None  # nothing to declare but resources
             tools: list[dict[str, Any]] = await _relay().all_tools(connection.session)
-            return tools
+            return tools, offered.resources is not None
 
     try:
-        tools = anyio.run(read)
+        tools, resources = anyio.run(read)
     except ConfigurationError:
         raise
     except Exception as error:
@@ -68,17 +69,26 @@ def describe_upstream(upstream: Upstream | str | Sequence[str]) -> str:
             f"could not list the tools of {target.describe()} ({type(error).__name__}: "
             f"{error}): check that the command runs on its own"
         ) from None
-    return describe_tools(tools, source=target.describe())
+    return describe_tools(tools, source=target.describe(), resources=resources)
 
 
-UNJUDGED_ROUTES = ("resources", "prompts", "completions")
-"""What an MCP server offers besides tools; the proxy relays each only when told to."""
+UNJUDGED_ROUTES = ("prompts", "completions")
+"""What an MCP server offers besides tools and resources, which no policy judges; the proxy
+relays each only when told to."""
 
 
 def _unjudged_routes(names: Iterable[str]) -> frozenset[str]:
     if isinstance(names, str):
         names = (names,)
     chosen = frozenset(names)
+    if "resources" in chosen:
+        raise ConfigurationError(
+            "relay_unjudged names 'resources', and resources are never relayed unjudged: "
+            "each resources/read is judged as a call of the tool 'resources/read'. Declare "
+            'it in the tools file ([[tool]] name = "resources/read", side_effects = '
+            '["file_read"], path_fields = ["path"]) to relay resources, and drop '
+            "'resources' from relay_unjudged (--relay-unjudged)"
+        )
     unknown = sorted(chosen - set(UNJUDGED_ROUTES))
     if unknown:
         raise ConfigurationError(
@@ -91,13 +101,17 @@ class PolicyProxyServer:
     """Relay an upstream MCP server and put the PEP in front of every ``tools/call``.
 
     ``initialize`` (server name, version, instructions, capabilities) and ``tools/list``
-    are relayed as the upstream answers them. Resources, prompts and completions reach
-    the upstream unjudged (the policy judges tool calls), so they are left out — not
-    advertised to the client, and refused if asked for anyway — unless named in
-    ``relay_unjudged``. A ``tools/call`` runs upstream only when the PEP allows it;
-    otherwise the client gets a ``CallToolResult`` with ``isError`` true saying why, and
-    the upstream never sees it.
-    Tools without a spec are hidden from ``tools/list`` and refused when called anyway.
+    are relayed as the upstream answers them, less what the proxy refuses: tools without
+    a spec, a name listed twice, and a tool listed otherwise than pinned
+    (:mod:`~jevqueue.plugins.mcp.listing_pins`) are hidden from ``tools/list`` and refused
+    when called anyway. A ``tools/call`` runs upstream only when the PEP allows it, with
+    declared arguments only; otherwise the client gets a ``CallToolResult`` with
+    ``isError`` true saying why, and the upstream never sees it. Resources are relayed
+    when the tools file declares ``resources/read``, each read judged as a call of it
+    (:mod:`~jevqueue.plugins.mcp.resource_read`). Prompts and completions reach the
+    upstream unjudged, so they are left out — not advertised to the client, and refused
+    if asked for anyway — unless named in ``relay_unjudged``. Every declaration carries
+    the upstream's :attr:`~Upstream.origin`, so approvals bind to this upstream.
 
     Args:
         upstream: an :class:`Upstream`, a command list (``["npx", "-y", "pkg", "/ws"]``) or
@@ -117,8 +131,8 @@ class PolicyProxyServer:
         approvals_dir: a directory of records printed by ``jevqueue approve`` (unattended
             approvals), each offered for the digest it names.
         approval_ttl: seconds an approval question (protocol 2026-07-28) stays answerable.
-        relay_unjudged: which of ``"resources"``, ``"prompts"`` and ``"completions"`` to
-            relay although no policy judges them (default: none of them).
+        relay_unjudged: which of ``"prompts"`` and ``"completions"`` to relay although no
+            policy judges them (default: neither).
 
     Raises:
         ConfigurationError: any of the above is unusable.
@@ -146,6 +160,7 @@ class PolicyProxyServer:
             approver=approver,
             authority=authority,
             approvals_dir=approvals_dir,
+            origin=self.upstream.origin,
         )
         self.guard = self.judge.guard
         self.approver = self.judge.approver
@@ -153,6 +168,13 @@ class PolicyProxyServer:
         self.pending = PendingApprovals(ttl_seconds=approval_ttl)
         self.mcp_major = MCP_MAJOR
         self._on_upstream_stop: Callable[[UpstreamStoppedError], None] | None = None
+
+    @property
+    def relayed(self) -> frozenset[str]:
+        """The routes besides tools the proxy relays: ``"resources"`` when the tools file
+        declares ``resources/read`` (judged), and the ``relay_unjudged`` ones."""
+        judged = {"resources"} if self.judge.reads_resources else set()
+        return self.relay_unjudged | judged
 
     async def serve(self, read_stream: Any, write_stream: Any) -> None:
         """Connect to the upstream and serve one client on the given SDK streams.

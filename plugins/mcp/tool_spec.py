@@ -6,6 +6,11 @@ starting tools file ``jevqueue mcp-proxy --describe`` prints: a *suggestion* rea
 upstream's ``inputSchema`` and annotations, for a person to check. Annotations are the
 upstream's word about itself, so they only ever make a suggestion stricter:
 ``readOnlyHint`` alone never drops an effect the names and schema suggest.
+
+Path-named fields are declared as path fields when they hold a string or a list of strings
+(each element judged and resolved like a single path); a tool that moves or renames
+declares ``file_delete`` beside ``file_write``, since a move removes its source. The
+``[tool.schema]`` printed is the upstream's ``inputSchema`` verbatim: the proxy pins it.
 """
 
 from __future__ import annotations
@@ -90,6 +95,8 @@ _CONTENT_NAME = re.compile(
     re.IGNORECASE,
 )
 _DELETE_NAME = re.compile(r"(delete|remove|unlink|rmdir|erase)", re.IGNORECASE)
+# A move or rename removes its source: moveFile, move_file, file.rename, mv.
+_MOVE_NAME = re.compile(r"(?i:(^|[_.\-])(move|rename|mv)([_.\-]|$))|^(?i:move|rename)[A-Z]")
 _SHELL_NAME = re.compile(r"(exec|shell|command|run_|terminal|bash)", re.IGNORECASE)
 _READ_NAME = re.compile(
     r"^(read|get|list|search|show|view|find|stat|status|diff|log|describe)", re.IGNORECASE
@@ -111,6 +118,14 @@ class SuggestedSpec:
     declarable: bool = True
 
 
+def _string_list(definition: Any) -> bool:
+    """Whether a property's schema is an array of strings."""
+    if not isinstance(definition, Mapping) or definition.get("type") != "array":
+        return False
+    items = definition.get("items")
+    return isinstance(items, Mapping) and items.get("type") == "string"
+
+
 def suggest_specs(tools: Iterable[Any]) -> list[SuggestedSpec]:
     """Suggest a declaration for each listed tool (the strictest plausible reading)."""
     suggestions = []
@@ -130,14 +145,15 @@ def suggest_specs(tools: Iterable[Any]) -> list[SuggestedSpec]:
             if _CWD_NAME.match(field) and kind == "string":
                 cwd = field
             elif _PATH_NAME.search(field):
-                if kind == "string":
+                if kind == "string" or _string_list(definition):
                     paths.append(field)
                 else:
                     declarable = False
                     notes.append(
                         f"left out: {field!r} holds paths in a {kind or 'non-string'} value, "
-                        "and only a string path field is checked against the workspace, so "
-                        "the proxy refuses this tool unless you declare it knowingly"
+                        "and only a path field holding a string or a list of strings is "
+                        "checked against the workspace, so the proxy refuses this tool "
+                        "unless you declare it knowingly"
                     )
             elif _CONTENT_NAME.match(field):
                 contents.append(field)
@@ -148,6 +164,12 @@ def suggest_specs(tools: Iterable[Any]) -> list[SuggestedSpec]:
             effects.add("shell_command")
         if _DELETE_NAME.search(name):
             effects.add("file_delete")
+        if _MOVE_NAME.search(name) and paths:
+            effects.update(("file_delete", "file_write"))
+            notes.append(
+                "a move removes its source: declared file_delete beside file_write (the "
+                "default policy asks for an approval of each one)"
+            )
         if paths:
             looks_read = read_only or bool(_READ_NAME.match(name))
             if destructive or not looks_read:
@@ -209,13 +231,22 @@ def _strings(values: Iterable[str]) -> str:
     return "[" + ", ".join(json.dumps(value) for value in values) + "]"
 
 
-def describe_tools(tools: Iterable[Any], *, source: str = "") -> str:
-    """A starting tools file (TOML, ``jevqueue.load_tools_file`` reads it) for ``tools``."""
+def describe_tools(tools: Iterable[Any], *, source: str = "", resources: bool = False) -> str:
+    """A starting tools file (TOML, ``jevqueue.load_tools_file`` reads it) for ``tools``.
+
+    Args:
+        tools: the upstream's ``tools/list`` entries.
+        source: the upstream, named in the header.
+        resources: the upstream offers resources: add a ``resources/read`` table,
+            commented out (declaring it relays resources, each read judged).
+    """
     lines = [
         "# jevqueue tools file: what each tool of the server does, for the policy.",
         *([f"# Suggested from the tools/list of: {source}"] if source else []),
         "# Review every table: the suggestions come from the server's own schema and",
         "# annotations, which the proxy does not trust. A tool left out is refused.",
+        "# Each [tool.schema] is the schema the server lists, pinned: the proxy refuses a",
+        "# tool listed with another schema, and any argument its schema does not name.",
     ]
     for suggestion in suggest_specs(tools):
         lines.append("")
@@ -242,4 +273,17 @@ def describe_tools(tools: Iterable[Any], *, source: str = "") -> str:
                     lines.append(f"{_toml_key(str(key))} = {text}")
         if not suggestion.declarable:
             lines[start:] = [f"# {line}" if line else "#" for line in lines[start:]]
+    if resources:
+        lines.extend(
+            [
+                "",
+                "# The server offers resources. Declare resources/read to relay them: each",
+                "# read is judged as a call of it (a file:// URI as the path field 'path',",
+                "# inside the workspace) and audited. Left out, resources are not offered.",
+                "# [[tool]]",
+                '# name = "resources/read"',
+                '# side_effects = ["file_read"]',
+                '# path_fields = ["path"]',
+            ]
+        )
     return "\n".join(lines) + "\n"

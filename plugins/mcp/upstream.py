@@ -3,22 +3,34 @@
 :func:`connect_upstream` starts (or reaches) it, runs the ``initialize`` handshake, and
 watches its stream: when the upstream exits or the connection drops, ``ended`` is set, so
 the proxy can report it and stop instead of serving a dead server.
+
+:attr:`Upstream.origin` names who serves the proxy's tools: the upstream's name and a
+hash of its command line (and working directory) or URL. The proxy puts it on every tool
+declaration (``ToolSpec.origin``), so it is part of every action digest: an approval of
+one upstream's call never authorises the same call on another upstream.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.mcp._framework import ClientSession, StdioServerParameters, stdio_client
 
 __all__ = ["Upstream", "UpstreamConnection", "connect_upstream"]
+
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 @dataclass(frozen=True)
@@ -31,12 +43,15 @@ class Upstream:
         env: extra environment variables for the command (the SDK's safe defaults plus
             these; the proxy's own environment is not passed on wholesale).
         cwd: the command's working directory.
+        name: what the operator calls this upstream (letters, digits, ``._-``; at most 64).
+            Default: the program's file name, or the URL's host.
     """
 
     command: tuple[str, ...] = ()
     url: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    name: str | None = None
 
     def __post_init__(self) -> None:
         if bool(self.command) == bool(self.url):
@@ -50,6 +65,13 @@ class Upstream:
             raise ConfigurationError(
                 f"the upstream URL {self.url!r} must start with http:// or https://"
             )
+        if self.name is not None and (
+            not isinstance(self.name, str) or not _NAME.fullmatch(self.name)
+        ):
+            raise ConfigurationError(
+                f"the upstream name {self.name!r} must be 1-64 letters, digits, '.', '_' or "
+                "'-', such as 'filesystem'"
+            )
 
     @classmethod
     def stdio(
@@ -58,14 +80,15 @@ class Upstream:
         *args: str,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        name: str | None = None,
     ) -> Upstream:
         """A server the proxy starts as a subprocess and speaks to over stdin/stdout."""
-        return cls(command=(command, *args), env=dict(env or {}), cwd=cwd)
+        return cls(command=(command, *args), env=dict(env or {}), cwd=cwd, name=name)
 
     @classmethod
-    def http(cls, url: str) -> Upstream:
+    def http(cls, url: str, *, name: str | None = None) -> Upstream:
         """A server reached over streamable HTTP."""
-        return cls(url=url)
+        return cls(url=url, name=name)
 
     @classmethod
     def coerce(cls, value: Upstream | str | Sequence[str]) -> Upstream:
@@ -84,6 +107,27 @@ class Upstream:
     def describe(self) -> str:
         """The upstream as an operator would name it in a message."""
         return self.url if self.url is not None else " ".join(self.command)
+
+    @property
+    def origin(self) -> str:
+        """Who serves the tools: ``mcp:NAME:sha256:HEX``, the hash of the command line and
+        working directory, or of the URL (not of the environment, which holds secrets and
+        changes between runs of the same server)."""
+        where: dict[str, Any] = (
+            {"url": self.url} if self.url is not None else {"command": list(self.command)}
+        )
+        if self.cwd is not None:
+            where["cwd"] = self.cwd
+        text = json.dumps(where, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return f"mcp:{self.name or self._default_name()}:sha256:{digest}"
+
+    def _default_name(self) -> str:
+        if self.url is not None:
+            shown = urlsplit(self.url).hostname or "http"
+        else:
+            shown = os.path.basename(self.command[0]) or "upstream"
+        return _UNSAFE.sub("-", shown)[:64] or "upstream"
 
 
 @dataclass

@@ -5,13 +5,14 @@ checks). Each scenario serves an embedded :class:`PolicyProxyServer` to an SDK
 ``ClientSession`` over in-memory streams; the proxy starts ``conformance_server.py`` as its
 upstream (a real MCP server over stdio) whose tool bodies log every call they receive —
 the log is read back into each ``ConformanceTool.calls``. The scenario's approver is given
-to the proxy as ``approver=``. Routes: the undeclared tool, tools the upstream changes
-mid-session, and ``resources/read``, which no policy judges and the proxy leaves out
-unless told to relay it (``relay_unjudged``).
+to the proxy as ``approver=``. Routes: the undeclared tool, an argument the declaration
+does not name, tools the upstream changes mid-session, and ``resources/read``, which the
+proxy leaves out unless the tools file declares it (then each read is judged).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import tempfile
@@ -20,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from jevqueue.plugins.mcp import PolicyProxyServer, Upstream
+from jevqueue.testing import conformance
 from jevqueue.testing.conformance import (
     ConformanceTool,
     PolicyConformance,
@@ -30,6 +33,7 @@ from jevqueue.testing.conformance import (
     ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
+    ToolConversationScenario,
 )
 from mcp import ClientSession
 from proxy_client import MAJOR
@@ -45,23 +49,41 @@ def _text(result: Any) -> str:
     return "\n".join(block.text for block in result.content if block.type == "text")
 
 
+ORIGIN_NAME = "conformance"
+
+
 class Upstreamed:
-    """The upstream for one scenario: its tools file, its call log, the proxy in front."""
+    """The upstream for one scenario: its tools file, its call log, the proxy in front.
+
+    The tools file and the log reach the server through its environment, so its command
+    line — and the origin every declaration is bound to — is the same for every scenario.
+    """
 
     def __init__(self, tools: Sequence[ConformanceTool], *, extra: Sequence[str] = ()) -> None:
         self.tools = list(tools)
         folder = Path(tempfile.mkdtemp(prefix="jevqueue-mcp-conformance-"))
         self.log = folder / "calls.jsonl"
         listing = [
-            {"name": tool.name, "parameters": list(tool.parameters["properties"])} for tool in tools
+            {
+                "name": tool.name,
+                "parameters": list(tool.parameters["properties"]),
+                **({"result": tool.result} if tool.result is not None else {}),
+            }
+            for tool in tools
         ]
         listing += [{"name": name, "parameters": []} for name in extra]
         (folder / "tools.json").write_text(json.dumps(listing), encoding="utf-8")
-        self.command = [sys.executable, str(SERVER), str(folder / "tools.json"), str(self.log)]
+        self.env = {
+            "CONFORMANCE_TOOLS": str(folder / "tools.json"),
+            "CONFORMANCE_LOG": str(self.log),
+        }
 
-    def proxy(self, pep: Any, specs: Any, context: Any, approver: Any, *flags: str) -> Any:
+    def proxy(
+        self, pep: Any, specs: Any, context: Any, approver: Any, *, late: bool = False
+    ) -> Any:
+        env = {**self.env, **({"CONFORMANCE_LATE": "1"} if late else {})}
         return PolicyProxyServer(
-            Upstream.stdio(*self.command, *flags),
+            Upstream.stdio(sys.executable, str(SERVER), env=env, name=ORIGIN_NAME),
             pep=pep,
             specs=specs,
             context=context,
@@ -78,6 +100,26 @@ class Upstreamed:
         for tool in self.tools:
             tool.calls.extend(e["arguments"] for e in entries if e.get("tool") == tool.name)
         return entries
+
+
+ORIGIN = Upstream.stdio(sys.executable, str(SERVER), name=ORIGIN_NAME).origin
+
+
+@pytest.fixture(autouse=True)
+def _declarations_bound_to_the_upstream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite computes each expected digest from its own declarations; the proxy binds
+    every declaration to its upstream (``ToolSpec.origin``, part of the digest). The
+    suite's declarations are bound to the same upstream, or every digest it expects would
+    name another action."""
+    build = conformance._build_policy
+
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        harness = build(*args, **kwargs)
+        for spec in harness.registry.specs():
+            harness.registry.register(dataclasses.replace(spec, origin=ORIGIN), replace=True)
+        return harness
+
+    monkeypatch.setattr(conformance, "_build_policy", bound)
 
 
 async def _session(proxy: PolicyProxyServer, scenario: Any) -> Any:
@@ -126,21 +168,57 @@ class TestMcpPolicyConformance(PolicyConformance):
         upstream.ran()
         return [ToolCallOutcome(_text(r), _flag(r), batch.approver.asked) for r in results]
 
+    #: The proxy never sees what the user wrote: only the calls the client sends.
+    sees_user_request = False
+    sees_call_ids = False  # the proxy names calls session/request-id
+
+    def run_tool_conversation(
+        self, conversation: ToolConversationScenario
+    ) -> Sequence[Sequence[ToolCallOutcome]]:
+        # One client session is one agent's: each message's calls after the previous
+        # message's results came back. The user's request never reaches an MCP server.
+        upstream = Upstreamed(conversation.tools)
+        proxy = upstream.proxy(
+            conversation.pep, conversation.specs, conversation.context, conversation.approver
+        )
+
+        async def scenario(session: Any) -> list[list[Any]]:
+            results: list[list[Any]] = []
+            for message in conversation.messages:
+                batch: list[Any] = [None] * len(message)
+
+                async def call(
+                    into: list[Any], index: int, name: str, arguments: dict[str, Any]
+                ) -> None:
+                    into[index] = await session.call_tool(name, arguments)
+
+                async with anyio.create_task_group() as calls:
+                    for index, (name, arguments, _) in enumerate(message):
+                        calls.start_soon(call, batch, index, name, arguments)
+                results.append(batch)
+            return results
+
+        results = anyio.run(_session, proxy, scenario)
+        upstream.ran()
+        asked = conversation.approver.asked
+        return [[ToolCallOutcome(_text(r), _flag(r), asked) for r in batch] for batch in results]
+
     def routes_around_the_guard(self, policy: PolicyHarness) -> Sequence[RouteAttempt]:
         tools = _tools_of(policy)
         upstream = Upstreamed(tools, extra=["undeclared_tool"])
         approver = ScenarioApprover()
-        proxy = upstream.proxy(policy.pep, policy.specs, policy.context, approver, "--late")
+        proxy = upstream.proxy(policy.pep, policy.specs, policy.context, approver, late=True)
 
         async def scenario(session: Any) -> dict[str, Any]:
             listed = [tool.name for tool in (await session.list_tools()).tools]
             undeclared = await session.call_tool("undeclared_tool", {})
+            extra = await session.call_tool("get_weather", {"city": "Lisbon", "path": "/etc"})
             first = await session.call_tool("get_weather", {"city": "Lisbon"})
             # The upstream re-listed get_weather as destructive and added late_tool, and
             # announced it; the client calls both without listing again.
             again = await session.call_tool("get_weather", {"city": "Porto"})
             late = await session.call_tool("late_tool", {})
-            try:  # a resource read reaches the upstream unjudged: left out by default
+            try:  # a resource read is left out unless resources/read is declared
                 await session.read_resource("effect://touch")
             except Exception as error:  # the SDK's JSON-RPC error
                 resource = str(error) or type(error).__name__
@@ -150,6 +228,7 @@ class TestMcpPolicyConformance(PolicyConformance):
                 "resource": resource,
                 "listed": listed,
                 "undeclared": undeclared,
+                "extra": extra,
                 "first": first,
                 "again": again,
                 "late": late,
@@ -183,6 +262,7 @@ class TestMcpPolicyConformance(PolicyConformance):
                 seen["undeclared"],
                 0,
             ),
+            attempt("an argument the declaration does not name", "get_weather", seen["extra"], 1),
             attempt(
                 "a tool the upstream lists after the session starts", "late_tool", seen["late"], 0
             ),
@@ -193,7 +273,7 @@ class TestMcpPolicyConformance(PolicyConformance):
                 1,
             ),
             RouteAttempt(
-                route="resources/read (no policy judges it: left out unless relay_unjudged)",
+                route="resources/read (left out unless the tools file declares resources/read)",
                 refused=bool(seen["resource"]),
                 ran=any("resource" in entry for entry in entries),
                 error=seen["resource"],

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import jevqueue
 import jevqueue.plugins.mcp as plugin
 import pytest
@@ -14,6 +15,7 @@ from conftest import REFERENCE_SERVER, ProxySetup, filesystem_server, jevqueue_c
 from jevqueue.cli import main
 from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.mcp import describe_tools, suggest_specs, tool_spec
+from proxy_client import proxy_client
 
 
 def _describe(*upstream: str) -> str:
@@ -36,14 +38,69 @@ def test_describe_prints_a_tools_file_for_the_filesystem_server(tmp_path: Path) 
     assert specs["write_file"].path_fields == ("path",)
     assert specs["write_file"].content_fields == ("content",)
     assert specs["read_text_file"].side_effects == {"file_read"}
+    # A move removes its source.
     assert specs["move_file"].path_fields == ("source", "destination")
+    assert specs["move_file"].side_effects == {"file_write", "file_delete"}
     assert specs["write_file"].schema is not None and specs["write_file"].schema["required"] == [
         "path",
         "content",
     ]
-    # A list of paths cannot be checked one by one: the table is there, commented out.
-    assert "read_multiple_files" not in specs
-    assert '# name = "read_multiple_files"' in text
+    # A list of paths is a path field: each element is judged.
+    assert specs["read_multiple_files"].path_fields == ("paths",)
+    assert specs["read_multiple_files"].side_effects == {"file_read"}
+    assert "# name =" not in text
+
+
+def test_a_described_tools_file_offers_every_tool_it_declares(fs_proxy: ProxySetup) -> None:
+    """The [tool.schema] --describe prints is the schema the proxy pins: a tools file
+    straight from --describe hides nothing (no tool is mistaken for a changed one)."""
+    fs_proxy.tools_file.write_text(
+        _describe(filesystem_server(), str(fs_proxy.workspace)), encoding="utf-8"
+    )
+    declared = sorted(spec.name for spec in jevqueue.load_tools_file(fs_proxy.tools_file))
+
+    async def scenario() -> list[str]:
+        async with proxy_client(fs_proxy.filesystem(), fs_proxy.env) as client:
+            return sorted(await client.list_tools())
+
+    assert anyio.run(scenario) == declared
+    assert len(declared) >= 14
+
+
+def test_describe_offers_resources_read_commented_out_for_a_server_of_resources() -> None:
+    text = _describe(sys.executable, str(REFERENCE_SERVER))
+    assert '# name = "resources/read"' in text
+    assert '\nname = "resources/read"' not in text  # declaring it is the operator's choice
+
+
+def test_a_move_is_suggested_as_deleting_and_a_list_of_paths_as_paths() -> None:
+    string = {"type": "string"}
+    tools = [
+        {
+            "name": "rename_file",
+            "inputSchema": {"properties": {"source": string, "target": string}},
+        },
+        {"name": "remove_file", "inputSchema": {"properties": {"path": string}}},
+        {"name": "movement_report", "inputSchema": {"properties": {"path": string}}},
+        {
+            "name": "read_files",
+            "inputSchema": {"properties": {"paths": {"type": "array", "items": string}}},
+        },
+        {
+            "name": "read_trees",
+            "inputSchema": {
+                "properties": {"paths": {"type": "array", "items": {"type": "object"}}}
+            },
+        },
+    ]
+    renamed, removed, report, files, trees = suggest_specs(tools)
+    assert set(renamed.side_effects) == {"file_delete", "file_write"}
+    assert any("a move removes its source" in note for note in renamed.notes)
+    assert "file_delete" in removed.side_effects
+    assert not any("a move" in note for note in removed.notes + report.notes)
+    assert "file_delete" not in report.side_effects
+    assert files.path_fields == ("paths",) and files.declarable
+    assert not trees.declarable  # a list of objects holds no plain paths
 
 
 def test_describe_reads_annotations_strictly(tmp_path: Path) -> None:
@@ -168,6 +225,17 @@ def test_the_command_refuses_to_start_without_what_it_needs(fs_proxy: ProxySetup
         ],
     )
     assert key.exit_code == 2 and "APPROVER_ID=PUBLIC_KEY_FILE" in key.output
+
+
+def test_the_command_never_relays_resources_unjudged(fs_proxy: ProxySetup) -> None:
+    context = ["--task-id", "t", "--actor-id", "a", "--workspace", str(fs_proxy.workspace)]
+    base = ["mcp-proxy", "--tools", str(fs_proxy.tools_file), *context, "--git-sha", "abcdef1"]
+    runner = CliRunner()
+    resources = runner.invoke(main, [*base, "--relay-unjudged", "resources", "--", "cat"])
+    assert resources.exit_code == 1
+    assert 'name = "resources/read"' in resources.output
+    named = runner.invoke(main, [*base, "--upstream-name", "two words", "--", "cat"])
+    assert named.exit_code == 2 and "upstream name" in named.output
 
 
 def test_without_the_extra_the_command_names_it(monkeypatch: pytest.MonkeyPatch) -> None:

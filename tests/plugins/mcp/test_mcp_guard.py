@@ -21,7 +21,7 @@ from jevqueue.approvals import ApprovalAuthority, SignedApprovalVerifier
 from jevqueue.audit import SQLiteAuditLog, verify_audit_log
 from jevqueue.errors import ApprovalDeclinedError, ConfigurationError
 from jevqueue.plugins.mcp import PolicyProxyServer, Upstream
-from jevqueue.policy import ApprovalRequest, AuthorityApprover
+from jevqueue.policy import ApprovalRequest, AuthorityApprover, ToolSpec
 from mcp import ClientSession
 from proxy_client import MAJOR, approve, proxy_client
 from raw_proxy import RawProxy
@@ -112,10 +112,10 @@ def test_a_tool_the_upstream_relists_mid_session_is_judged_by_its_new_listing(
     assert json.loads(ref_proxy.audit_verify().stdout)["count"] == 3
 
 
-def _resource_proxy(tmp_path: Path, relay_unjudged: tuple[str, ...]) -> PolicyProxyServer:
+def _resource_proxy(tmp_path: Path, specs: list[ToolSpec], **options: Any) -> PolicyProxyServer:
     (tmp_path / "tools.json").write_text("[]", encoding="utf-8")
     workspace = tmp_path / "workspace"
-    workspace.mkdir()
+    workspace.mkdir(exist_ok=True)
     return PolicyProxyServer(
         Upstream.stdio(
             sys.executable,
@@ -127,16 +127,16 @@ def _resource_proxy(tmp_path: Path, relay_unjudged: tuple[str, ...]) -> PolicyPr
             create_default_policy_decision_point(),
             audit_logger=SQLiteAuditLog(tmp_path / "audit.sqlite3"),
         ),
-        specs=[],
+        specs=specs,
         context=_context(workspace),
-        relay_unjudged=relay_unjudged,
+        **options,
     )
 
 
-def test_resources_no_policy_judges_are_left_out_unless_asked_for(tmp_path: Path) -> None:
-    """resources/read reaches the upstream unjudged: by default the proxy neither offers
-    resources nor relays a read asked for anyway, so nothing runs upstream."""
-    proxy = _resource_proxy(tmp_path, ())
+def test_resources_are_left_out_unless_resources_read_is_declared(tmp_path: Path) -> None:
+    """resources/read reaches the upstream like a call: without a declaration the proxy
+    neither offers resources nor relays a read asked for anyway, so nothing runs upstream."""
+    proxy = _resource_proxy(tmp_path, [])
 
     async def scenario(session: Any) -> Any:
         # mcp 1.x reads the handshake with a method, 2.x with a property.
@@ -154,8 +154,9 @@ def test_resources_no_policy_judges_are_left_out_unless_asked_for(tmp_path: Path
     assert not (tmp_path / "calls.jsonl").exists(), "the upstream ran an unjudged read"
 
 
-def test_resources_are_relayed_unjudged_only_when_asked_for(tmp_path: Path) -> None:
-    proxy = _resource_proxy(tmp_path, ("resources",))
+def test_a_declared_resources_read_relays_each_read_judged_and_audited(tmp_path: Path) -> None:
+    reads = ToolSpec.declare("resources/read", side_effects=())
+    proxy = _resource_proxy(tmp_path, [reads])
 
     async def scenario(session: Any) -> Any:
         return await session.read_resource("effect://touch")
@@ -165,12 +166,15 @@ def test_resources_are_relayed_unjudged_only_when_asked_for(tmp_path: Path) -> N
     assert [json.loads(line) for line in log.read_text().splitlines()] == [
         {"resource": "effect://touch"}
     ]
-    assert verify_audit_log(tmp_path / "audit.sqlite3").count == 0
+    assert verify_audit_log(tmp_path / "audit.sqlite3").count == 1
+    assert proxy.guard.last is not None and proxy.guard.last.tool == "resources/read"
 
 
-def test_an_unknown_unjudged_route_is_a_configuration_error(tmp_path: Path) -> None:
+def test_resources_are_never_relayed_unjudged(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r'name = "resources/read"'):
+        _resource_proxy(tmp_path, [], relay_unjudged=("resources",))
     with pytest.raises(ConfigurationError, match=r"relay_unjudged names \['tools'\]"):
-        _resource_proxy(tmp_path, ("tools",))
+        _resource_proxy(tmp_path, [], relay_unjudged=("tools",))
 
 
 def _approving_proxy(setup: ProxySetup, approver: Any) -> tuple[PolicyProxyServer, Any]:

@@ -12,10 +12,14 @@ from raw_proxy import RawProxy
 
 
 def test_resources_prompts_and_instructions_are_relayed_when_asked(ref_proxy: ProxySetup) -> None:
-    relay = ("--relay-unjudged", "resources", "--relay-unjudged", "prompts")
+    """Resources are relayed when the tools file declares resources/read (each read judged
+    and audited); prompts when --relay-unjudged names them."""
+    with ref_proxy.tools_file.open("a", encoding="utf-8") as tools:
+        tools.write('\n[[tool]]\nname = "resources/read"\nside_effects = []\n')
 
     async def scenario() -> None:
-        async with proxy_client(ref_proxy.reference(*relay), ref_proxy.env) as client:
+        command = ref_proxy.reference("--relay-unjudged", "prompts")
+        async with proxy_client(command, ref_proxy.env) as client:
             assert client.server_name == "jevqueue-reference"
             assert client.instructions == "Reference server for the jevqueue proxy tests."
             assert await client.resource_uris() == ["note://greeting"]
@@ -31,6 +35,11 @@ def test_resources_prompts_and_instructions_are_relayed_when_asked(ref_proxy: Pr
             assert not echo.is_error and echo.text == "hello"
 
     anyio.run(scenario)
+    import sqlite3
+
+    with sqlite3.connect(ref_proxy.audit) as db:
+        rows = db.execute("SELECT tool, result FROM audit_log ORDER BY seq").fetchall()
+    assert rows == [("resources/read", "ALLOW"), ("echo", "ALLOW")]
 
 
 def test_upstream_annotations_tighten_but_never_loosen(ref_proxy: ProxySetup) -> None:
