@@ -23,15 +23,21 @@ _FIELDS = ("approval_id", "action_digest", "approver_id", "issued_at", "expires_
 
 
 def format_timestamp(moment: datetime) -> str:
-    """Return ``moment`` as UTC ISO 8601 with microseconds and a ``Z`` suffix."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Return ``moment`` as UTC ISO 8601 with microseconds and a ``Z`` suffix.
+
+    The year always has four digits (``strftime("%Y")`` drops the leading zeros of years
+    before 1000 on some platforms, and ``fromisoformat`` cannot read that back).
+    """
+    utc = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return utc.isoformat(timespec="microseconds") + "Z"
 
 
 def parse_timestamp(value: datetime | str, field: str) -> datetime:
     """Turn an ISO 8601 string or a datetime into a timezone-aware UTC datetime.
 
     Raises:
-        InvalidApprovalError: the value is not a timestamp, or carries no timezone.
+        InvalidApprovalError: the value is not a timestamp, carries no (valid)
+            timezone, or lies outside the years 1 to 9999 in UTC.
     """
     if isinstance(value, str):
         text = value.strip()
@@ -51,12 +57,37 @@ def parse_timestamp(value: datetime | str, field: str) -> datetime:
             f"approval field {field!r} must be a datetime or an ISO 8601 string, "
             f"not {type(value).__name__}"
         )
-    if moment.tzinfo is None or moment.utcoffset() is None:
+    try:
+        offset = None if moment.tzinfo is None else moment.utcoffset()
+    except (ValueError, TypeError):  # datetime refuses the offset the tzinfo gave
+        raise InvalidApprovalError(
+            f"approval field {field!r} has a timezone whose UTC offset is not valid (it "
+            "must be less than a day): use datetime.timezone or a 'Z' suffix"
+        ) from None
+    if offset is None:
         raise InvalidApprovalError(
             f"approval field {field!r} has no timezone: a naive time is ambiguous across "
             "hosts; use an aware datetime (e.g. datetime.now(timezone.utc)) or a 'Z' suffix"
         )
-    return moment.astimezone(timezone.utc)
+    try:
+        utc = datetime.astimezone(moment, timezone.utc)  # not a subclass's override
+    except OverflowError:
+        raise InvalidApprovalError(
+            f"approval field {field!r} lies outside the years 1 to 9999 once converted to "
+            "UTC: give a real issue or expiry time"
+        ) from None
+    if type(utc) is not datetime:  # a subclass (pendulum's, say): keep only its value
+        utc = datetime(*utc.timetuple()[:6], utc.microsecond, tzinfo=timezone.utc)
+    return utc
+
+
+def _plain(value: str) -> str:
+    """``value`` as an exact ``str``: a subclass (a ``StrEnum`` member, say) is copied.
+
+    A subclass can redefine comparison and printing, and canonical JSON refuses it, so a
+    record holding one could be built but never signed or verified.
+    """
+    return value if type(value) is str else str.__str__(value)
 
 
 def _identifier(value: Any, field: str) -> str:
@@ -65,7 +96,7 @@ def _identifier(value: Any, field: str) -> str:
             f"approval field {field!r} must be 1-128 characters of letters, digits and "
             "'._:@+-', starting with a letter or digit"
         )
-    return value
+    return _plain(value)
 
 
 @dataclass(frozen=True, init=False)
@@ -101,13 +132,14 @@ class ApprovalRecord:
         expires_at: datetime | str | None = None,
         signature: str | None = None,
     ) -> None:
-        _identifier(approval_id, "approval_id")
-        _identifier(approver_id, "approver_id")
+        approval_id = _identifier(approval_id, "approval_id")
+        approver_id = _identifier(approver_id, "approver_id")
         if not isinstance(action_digest, str) or not DIGEST_PATTERN.fullmatch(action_digest):
             raise InvalidApprovalError(
                 "approval field 'action_digest' must be 'sha256:' followed by 64 lowercase hex "
                 "digits: copy it from UnfulfilledObligationError.verdict.action_digest"
             )
+        action_digest = _plain(action_digest)
         issued = parse_timestamp(issued_at, "issued_at")
         expires = None if expires_at is None else parse_timestamp(expires_at, "expires_at")
         if expires is not None and expires <= issued:
@@ -124,6 +156,7 @@ class ApprovalRecord:
                     "approval field 'signature' is not valid base64: pass the signature "
                     "exactly as the approval authority issued it"
                 ) from None
+            signature = _plain(signature)
         object.__setattr__(self, "approval_id", approval_id)
         object.__setattr__(self, "action_digest", action_digest)
         object.__setattr__(self, "approver_id", approver_id)

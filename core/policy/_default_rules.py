@@ -15,22 +15,36 @@ rule_id                            verdict
                                    code on the next git command; use git itself instead).
 ``jevqueue.paths.ci``              ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for writes to
                                    files that run without anyone running the project, or
-                                   configure what does: the CI definitions of GitHub,
-                                   GitLab, Gitea, Forgejo, CircleCI, Azure, Bitbucket,
-                                   Buildkite, Drone, Cirrus, Semaphore, Tekton, AWS
-                                   CodeBuild, Jenkins (and Travis, AppVeyor, Woodpecker,
-                                   Cloud Build); git hooks wherever git can be pointed
-                                   (``.githooks/``, ``.gitmodules``, ``.gitattributes``);
-                                   husky, lefthook and pre-commit; ``site-packages/*.pth``,
-                                   ``sitecustomize.py``, ``usercustomize.py``; ``.envrc``;
-                                   dev containers; ``.vscode/``, ``.idea/``, ``.zed/``.
+                                   configure what does: the CI definitions of GitHub
+                                   (and a repository's own ``action.yml``), GitLab, Gitea,
+                                   Forgejo, CircleCI, Azure, Bitbucket, Buildkite, Drone,
+                                   Cirrus, Semaphore, Tekton, AWS CodeBuild, Jenkins,
+                                   TeamCity, Harness, Bitrise (and Travis, AppVeyor,
+                                   Woodpecker, Cloud Build, Codefresh); deploy hooks and
+                                   build commands (Netlify, Vercel, Render, Amplify,
+                                   CodeDeploy, Elastic Beanstalk, ``Procfile``); git hooks
+                                   wherever git can be pointed (``.githooks/``,
+                                   ``.gitmodules``, ``.gitattributes``); husky, lefthook,
+                                   pre-commit, overcommit, simple-git-hooks and the
+                                   lint-staged and commitlint they run;
+                                   ``site-packages/*.pth``, ``sitecustomize.py``,
+                                   ``usercustomize.py``; ``.envrc`` and mise; dev
+                                   containers, Gitpod, Replit; editors' tasks and local
+                                   config (``.vscode/``, ``.idea/``, ``.zed/``, ``.vs/``,
+                                   ``.helix/``, ``.exrc``, ``.nvim.lua``,
+                                   ``.dir-locals.el``, ``*.code-workspace``); coding
+                                   agents' hooks and MCP servers (``.claude/``,
+                                   ``.cursor/``, ``.gemini/``, ``.codex/``, ``.mcp.json``
+                                   ...).
 ``jevqueue.paths.secrets``         ALLOW_WITH_OBLIGATIONS ``explicit_approval`` for reading
                                    or writing secret stores (``.env*`` except templates such
                                    as ``.env.example``, ``*.pem``, ``*.key``, keystores,
-                                   ``id_rsa``, ``*.tfvars``, ``*.tfstate``, ``.vault-token``,
-                                   cloud credential files, ``.htpasswd``, ``.netrc``,
-                                   ``.pgpass``, kubeconfig, ``.ssh/``, ``.aws/``,
-                                   ``.config/gcloud/`` ...).
+                                   ``id_rsa``, ``secrets.yaml`` and its kin, Rails'
+                                   ``*.yml.enc``, ``*.tfvars``, ``*.tfstate``,
+                                   ``.vault-token``, Ansible vault files, cloud credential
+                                   and service-account files, ``.htpasswd``, ``.netrc``,
+                                   ``.pgpass``, ``.my.cnf``, kubeconfig, ``.ssh/``,
+                                   ``.aws/``, ``.config/gcloud/`` ...).
 ``jevqueue.content.credentials``   DENY when the tool's content carries a credential (cloud
                                    keys, private key blocks, common API token formats).
 ``jevqueue.paths.spelling``        DENY a path or working directory spelt so that tools
@@ -234,6 +248,25 @@ _CI_DIRECTORIES = frozenset(
         ".idea",  # JetBrains run configurations and startup tasks
         ".zed",  # Zed tasks
         ".fleet",  # Fleet run configurations
+        ".theia",  # Theia tasks
+        ".vs",  # Visual Studio tasks.vs.json and launch.vs.json
+        ".helix",  # Helix languages.toml names the language servers it starts on open
+        ".teamcity",  # TeamCity Kotlin DSL settings
+        ".harness",  # Harness pipelines
+        ".ebextensions",  # Elastic Beanstalk commands, run on every deploy
+        ".platform",  # Elastic Beanstalk platform hooks
+        ".mise",  # mise configuration and tasks (hooks run on cd)
+        # Coding agents' project settings: hooks and MCP servers they start by themselves.
+        ".claude",
+        ".cursor",
+        ".gemini",
+        ".codex",
+        ".kiro",
+        ".windsurf",
+        ".continue",
+        ".roo",
+        ".amazonq",
+        ".opencode",
     }
 )
 # Directory pairs: CI definitions of forges that share the layout.
@@ -245,6 +278,7 @@ _CI_PAIRS = frozenset(
         (".gitea", "actions"),
         (".forgejo", "workflows"),
         (".forgejo", "actions"),
+        (".config", "mise"),
     }
 )
 _CI_FILES = frozenset(
@@ -272,6 +306,23 @@ _CI_FILES = frozenset(
         "cloudbuild.yaml",
         "cloudbuild.yml",
         "codemagic.yaml",
+        "bitrise.yml",
+        "codefresh.yml",
+        "action.yml",  # a repository's own GitHub Action runs in its users' CI
+        "action.yaml",
+        ".gitpod.yml",  # Gitpod tasks run when a workspace opens
+        ".gitpod.dockerfile",
+        ".replit",  # Replit's run and on-boot commands
+        "replit.nix",
+        # Build and release commands a push deploys with.
+        "netlify.toml",
+        "vercel.json",
+        "render.yaml",
+        "amplify.yml",
+        "appspec.yml",  # AWS CodeDeploy hooks
+        "appspec.yaml",
+        ".platform.app.yaml",
+        "procfile",  # Heroku's release phase
         ".pre-commit-config.yaml",
         ".pre-commit-config.yml",
         ".pre-commit-hooks.yaml",
@@ -284,14 +335,49 @@ _CI_FILES = frozenset(
         ".huskyrc",
         ".huskyrc.json",
         ".huskyrc.js",
+        ".overcommit.yml",
+        ".simple-git-hooks.json",
+        ".simple-git-hooks.js",
+        ".simple-git-hooks.cjs",
+        "simple-git-hooks.json",
+        "simple-git-hooks.js",
+        "simple-git-hooks.cjs",
         ".gitmodules",  # submodule URLs and update = !command
         ".gitattributes",  # filter and diff drivers run configured commands
         ".envrc",  # direnv runs it on cd
+        "mise.toml",  # mise runs its hooks and env scripts on cd
+        ".mise.toml",
+        "mise.local.toml",
+        ".mise.local.toml",
+        ".rtx.toml",
+        ".rtx.local.toml",
+        # Editors run these when a folder opens.
+        ".exrc",
+        ".nvimrc",
+        ".nvim.lua",
+        ".lvimrc",
+        ".dir-locals.el",
+        ".dir-locals-2.el",
+        # Coding agents start these MCP servers and commands by themselves.
+        ".mcp.json",
+        "opencode.json",
+        "opencode.jsonc",
+        ".aider.conf.yml",
         ".devcontainer.json",
         "sitecustomize.py",  # imported by every Python start-up
         "usercustomize.py",
     }
 )
+# Names by their start or end: Jenkinsfile.release; lint-staged and commitlint, which the
+# commit hooks run, in any of their config formats; editor workspaces with tasks.
+_CI_PREFIXES = (
+    "jenkinsfile",
+    ".lintstagedrc",
+    "lint-staged.config.",
+    ".commitlintrc",
+    "commitlint.config.",
+)
+_CI_SUFFIXES = (".code-workspace", ".sublime-project")
 
 
 # Whether folded path components name CI configuration or a secret store: pure functions
@@ -336,7 +422,7 @@ def _fields_where(
 
 def _is_ci(parts: tuple[str, ...]) -> bool:
     name = parts[-1]
-    if name in _CI_FILES or name.startswith("jenkinsfile"):
+    if name in _CI_FILES or name.startswith(_CI_PREFIXES) or name.endswith(_CI_SUFFIXES):
         return True
     if name.endswith(".pth") and any(
         part in ("site-packages", "dist-packages") for part in parts[:-1]
@@ -377,27 +463,67 @@ class CIConfigRule:
         )
 
 
-_SECRET_DIRECTORIES = frozenset({".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure"})
+_SECRET_DIRECTORIES = frozenset(
+    {
+        ".ssh",
+        ".aws",
+        ".gnupg",
+        ".kube",
+        ".docker",
+        ".azure",
+        ".oci",  # Oracle Cloud
+        ".kaggle",
+        ".snowsql",
+        ".terraform.d",  # credentials.tfrc.json
+        ".password-store",  # pass
+        ".secrets",
+    }
+)
+# Tool folders under .config that hold tokens: gcloud, the GitHub CLI and hub, 1Password's
+# CLI, DigitalOcean's doctl, SOPS age keys, and configstore (firebase-tools and others).
+_SECRET_CONFIG_FOLDERS = frozenset({"gcloud", "gh", "hub", "op", "doctl", "sops", "configstore"})
+# A file of this name in a folder of this name: remote URLs in .git/config often carry
+# tokens; Maven's and Gradle's user settings hold repository passwords and signing keys;
+# Composer's and container registries' auth.json hold tokens (elsewhere an auth.json is
+# as likely a translation file).
+_SECRET_FILES_IN = frozenset(
+    {
+        (".git", "config"),
+        (".m2", "settings.xml"),
+        (".gradle", "gradle.properties"),
+        (".composer", "auth.json"),
+        ("composer", "auth.json"),
+        ("containers", "auth.json"),
+    }
+)
 _SECRET_NAME = re.compile(
     r"\.env(?!\.(?:example|sample|template|dist|defaults)$).*"
     r"|(?:id_rsa|id_dsa|id_ecdsa|id_ed25519)(?!.*\.pub$).*"
-    r"|.*\.(?:pem|key|p12|pfx|jks|keystore|ppk|tfstate|tfstate\.backup|tfvars|tfvars\.json"
-    r"|pkcs12|p8|kdbx|keychain|gpg)"
-    r"|\.netrc|_netrc|\.npmrc|\.pypirc|\.git-credentials|\.pgpass|\.htpasswd|\.vault-token"
-    r"|\.s3cfg|\.boto|\.dockercfg|kubeconfig|.*\.kubeconfig"
-    r"|credentials|credentials\.json|service-account\.json|application_default_credentials\.json",
+    r"|.*\.(?:pem|key|p12|pfx|jks|jceks|keystore|ppk|tfstate|tfstate\.backup|tfvars|tfvars\.json"
+    r"|pkcs12|p8|kdbx|keychain|keychain-db|gpg|keytab|ovpn|ya?ml\.enc)"
+    # secrets.yaml, secrets.prod.yml, secrets.enc.json, secret.toml (helm-secrets, SOPS,
+    # Streamlit, Kubernetes manifests); not secrets.py or secrets_test.go, which are code.
+    r"|secrets?(?:\.[a-z0-9_-]+)*\.(?:ya?ml|json|toml|ini|env|conf|cfg|properties|xml|txt|enc)"
+    r"|credentials(?:\.(?:json|toml|ya?ml|ini|xml|tfrc\.json))?"
+    r"|client_secrets?.*\.json|.*service[-_]?account.*\.json|serviceaccountkey\.json"
+    r"|\.netrc|_netrc|\.npmrc|\.pypirc|\.git-credentials|\.pgpass|pgpass\.conf|\.htpasswd"
+    r"|\.vault-token|\.vault_pass(?:\.txt)?|\.vault-password|vault\.ya?ml|\.secrets"
+    r"|\.s3cfg|\.boto|\.dockercfg|kubeconfig|.*\.kubeconfig|\.terraformrc"
+    r"|terraform\.rc|\.my\.cnf|\.mylogin\.cnf|\.passwd-s3fs|\.databrickscfg|rclone\.conf"
+    r"|settings-security\.xml|wp-config\.php|application_default_credentials\.json",
     re.DOTALL,
 )
 
 
-# What a name must start or end with, or be, for _SECRET_NAME to match it at all.
-_SECRET_STARTS = (".env", "id_")
+# What a name must start or end with, or be, or hold, for _SECRET_NAME to match it at all.
+_SECRET_STARTS = (".env", "id_", "secret", "credentials", "client_secret", ".vault_pass")
 _SECRET_ENDS = (
     ".pem",
     ".key",
     ".p12",
     ".pfx",
     ".jks",
+    ".jceks",
     ".keystore",
     ".ppk",
     ".tfstate",
@@ -408,7 +534,12 @@ _SECRET_ENDS = (
     ".p8",
     ".kdbx",
     ".keychain",
+    ".keychain-db",
     ".gpg",
+    ".keytab",
+    ".ovpn",
+    ".yml.enc",
+    ".yaml.enc",
     ".kubeconfig",
 )
 _SECRET_NAMES = frozenset(
@@ -419,33 +550,49 @@ _SECRET_NAMES = frozenset(
         ".pypirc",
         ".git-credentials",
         ".pgpass",
+        "pgpass.conf",
         ".htpasswd",
         ".vault-token",
+        ".vault-password",
+        "vault.yml",
+        "vault.yaml",
+        ".secrets",
         ".s3cfg",
         ".boto",
         ".dockercfg",
         "kubeconfig",
-        "credentials",
-        "credentials.json",
-        "service-account.json",
+        ".terraformrc",
+        "terraform.rc",
+        ".my.cnf",
+        ".mylogin.cnf",
+        ".passwd-s3fs",
+        ".databrickscfg",
+        "rclone.conf",
+        "settings-security.xml",
+        "wp-config.php",
+        "serviceaccountkey.json",
         "application_default_credentials.json",
     }
 )
+_SECRET_HOLDS = "account"  # service-account.json, my-project-service_account-key.json
 
 
 def _is_secret(parts: tuple[str, ...]) -> bool:
     name = parts[-1]
     if (
-        name.startswith(_SECRET_STARTS) or name.endswith(_SECRET_ENDS) or name in _SECRET_NAMES
+        name.startswith(_SECRET_STARTS)
+        or name.endswith(_SECRET_ENDS)
+        or name in _SECRET_NAMES
+        or _SECRET_HOLDS in name
     ) and _SECRET_NAME.fullmatch(name):
         return True
-    if len(parts) >= 2 and parts[-2] == ".git" and parts[-1] == "config":
-        return True  # remote URLs there often carry tokens
+    if len(parts) >= 2 and (parts[-2], name) in _SECRET_FILES_IN:
+        return True
     if len(parts) > 1 and not _SECRET_DIRECTORIES.isdisjoint(parts[:-1]):
         return True
     for index in range(len(parts) - 2):
-        if parts[index] == ".config" and parts[index + 1] in ("gcloud", "gh", "hub"):
-            return True  # gcloud credentials, GitHub CLI tokens
+        if parts[index] == ".config" and parts[index + 1] in _SECRET_CONFIG_FOLDERS:
+            return True
     return False
 
 

@@ -37,10 +37,11 @@ reports every mistake with its file and line (``jevqueue policy check``).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jevqueue.errors import PolicyFileError
 from jevqueue.policy_files._compiler import (
@@ -130,6 +131,16 @@ def check_policy_file(path: str | Path) -> PolicyFileReport:
     Returns:
         A :class:`PolicyFileReport`; ``report.ok`` is True when the file is usable.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        shown = repr(path)[:80]
+        return PolicyFileReport(
+            shown,
+            (
+                PolicyFileError(
+                    shown, None, f"a policy file is a path (str or Path), not {type(path).__name__}"
+                ),
+            ),
+        )
     file = str(path)
     try:
         raw = Path(path).read_bytes()
@@ -149,10 +160,32 @@ def check_policy_file(path: str | Path) -> PolicyFileReport:
             sha256=sha256,
         )
     try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        return PolicyFileReport(file, (toml_syntax_error(file, text, error),), sha256=sha256)
+        document = read_toml(file, text)
+    except PolicyFileError as error:
+        return PolicyFileReport(file, (error,), sha256=sha256)
     return PolicyFileCompiler(file, Path(path).stem, document, TomlLineIndex(text), sha256).report()
+
+
+def read_toml(
+    file: str, text: str, error_class: type[PolicyFileError] = PolicyFileError
+) -> dict[str, Any]:
+    """Parse ``text`` (the contents of ``file``) as TOML.
+
+    Raises:
+        PolicyFileError: (or ``error_class``) the text is not TOML, or nests arrays or
+            inline tables too deeply for the parser, with the line and a hint.
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise toml_syntax_error(file, text, error, error_class) from None
+    except RecursionError:  # the parser recurses once per level of nesting
+        raise error_class(
+            file,
+            None,
+            "the file nests arrays or inline tables too deeply to read (hundreds of levels): "
+            "flatten it",
+        ) from None
 
 
 def toml_syntax_error(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 
 import jevqueue
 import jevqueue.approvals as approvals
@@ -71,6 +71,60 @@ def test_round_trips_through_json() -> None:
     again = ApprovalRecord.from_dict(json.loads(json.dumps(original.to_dict())))
     assert again == original
     assert again.to_dict() == original.to_dict()
+
+
+def test_round_trips_with_a_year_before_1000() -> None:
+    early = record(issued_at=datetime(999, 1, 31, 12, 0, tzinfo=timezone.utc))
+    assert early.to_dict()["issued_at"] == "0999-01-31T12:00:00.000000Z"
+    assert ApprovalRecord.from_dict(early.to_dict()) == early
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "0001-01-01T00:00:00+01:00",
+        "9999-12-31T23:59:59-01:00",
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5))),
+    ],
+)
+def test_a_time_beyond_the_calendar_in_utc_is_refused(value: object) -> None:
+    with pytest.raises(InvalidApprovalError, match="outside the years 1 to 9999"):
+        record(issued_at=value)
+
+
+class _BrokenZone(tzinfo):
+    def utcoffset(self, moment: datetime | None) -> timedelta:
+        return timedelta(hours=30)  # datetime refuses offsets of a day or more
+
+
+def test_a_timezone_with_an_impossible_offset_is_refused() -> None:
+    with pytest.raises(InvalidApprovalError, match="UTC offset is not valid"):
+        record(issued_at=datetime(2026, 1, 31, tzinfo=_BrokenZone()))
+
+
+class _Name(str):
+    """A str subclass, as a StrEnum member is one."""
+
+
+class _Moment(datetime):
+    """A datetime subclass, as pendulum's is one."""
+
+
+def test_subclassed_values_are_stored_as_plain_values_that_sign_and_round_trip() -> None:
+    from jevqueue.policy import canonical_json
+
+    made = record(
+        approval_id=_Name("apr-1"),
+        approver_id=_Name("alice"),
+        action_digest=_Name(DIGEST),
+        signature=_Name("c2lnbmF0dXJl"),
+        issued_at=_Moment(2026, 1, 31, 12, 0, tzinfo=timezone.utc),
+    )
+    for name in ("approval_id", "approver_id", "action_digest", "signature"):
+        assert type(getattr(made, name)) is str, name
+    assert type(made.issued_at) is datetime
+    canonical_json(made.signing_payload())
+    assert ApprovalRecord.from_dict(made.to_dict()) == made
 
 
 def test_is_frozen() -> None:

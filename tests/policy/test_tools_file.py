@@ -88,6 +88,13 @@ def test_declarations_govern_calls(tmp_path: Path) -> None:
         ("tools = 1\n", 1, "unknown top-level key"),
         ("", None, "[[tool]]"),
         ("[[tool]\n", 1, "TOML syntax error"),
+        ("tool = [1]\n", 1, "tool #1 is a number, not a table"),
+        ('tool = ["write_file"]\n', 1, "tool #1 is a string, not a table"),
+        (
+            '[[tool]]\nname = "w"\nside_effects = []\n' + "x = " + "[" * 5000 + "]" * 5000,
+            None,
+            "too deeply",
+        ),
     ],
 )
 def test_mistakes_name_file_and_line(

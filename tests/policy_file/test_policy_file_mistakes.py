@@ -280,6 +280,19 @@ MISTAKES = [
         2,
         "must be an identifier",
     ),
+    (
+        "argument-pattern-repetition-count-too-large",
+        "[[rule]]\nid = 'a'\nreason = 'r'\neffect = 'deny'\narguments = { x = 'a{4294967296}' }\n",
+        5,
+        "a repetition count is too large",
+    ),
+    (
+        "arguments-json-groups-nested-too-deeply",
+        "[[rule]]\nid = 'a'\nreason = 'r'\neffect = 'deny'\n"
+        f"arguments_json = '{'(' * 5000}{')' * 5000}'\n",
+        5,
+        "nest too deeply to compile",
+    ),
 ]
 
 
@@ -396,3 +409,19 @@ def test_multiline_strings_do_not_confuse_the_line_count(tmp_path: Path) -> None
     )
     mistake = only_mistake(tmp_path, text)
     assert mistake.line == 8
+
+
+@pytest.mark.parametrize("nesting", ["[" * 5000 + "]" * 5000, "{a=" * 2000 + "1" + "}" * 2000])
+def test_toml_nested_too_deeply_is_a_mistake_not_a_crash(tmp_path: Path, nesting: str) -> None:
+    mistake = only_mistake(tmp_path, f"x = {nesting}\n" + VALID_RULE)
+    assert "nests arrays or inline tables too deeply" in str(mistake)
+    with pytest.raises(PolicyFileError, match="too deeply"):
+        load_policy_rules(tmp_path / "policy.toml")
+
+
+@pytest.mark.parametrize("path", [None, 3, b"policy.toml", ["policy.toml"]])
+def test_something_other_than_a_path_is_a_mistake_not_a_crash(path: object) -> None:
+    report = check_policy_file(path)  # type: ignore[arg-type]
+    assert not report.ok and "a policy file is a path" in str(report.errors[0])
+    with pytest.raises(PolicyFileError, match="a policy file is a path"):
+        load_policy_rules(path)  # type: ignore[arg-type]
