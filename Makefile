@@ -14,7 +14,7 @@ MCP2_BIN   := $(MCP2_VENV)/bin
 MCP2_STAMP := $(MCP2_VENV)/.installed
 NPM_STAMP  := .npm-tools/.installed
 
-.PHONY: demo test test-hermes test-mcp2 lint bench clean
+.PHONY: demo test test-hermes test-mcp2 lint bench bench-prompt-injection clean fuzz
 
 # The venv and the installer: uv resolves and installs far faster than pip.
 $(BASE):
@@ -70,6 +70,26 @@ test-hermes: $(HERMES_STAMP)
 	PYTHONSAFEPATH=1 $(HERMES_BIN)/python -m pytest -q -p no:cacheprovider tests/plugins/hermes
 # --- end of the Hermes block ------------------------------------------------------------
 
+# --- fuzzing ----------------------------------------------------------------------------
+# make test runs every harness of tests/fuzz briefly; this runs each for FUZZ_SECONDS from
+# its seed corpus. The inputs it adds and any crash-* or timeout-* file (the input that
+# failed) go to $(FUZZ_DIR)/<harness>/, outside the tree. One harness:
+# make fuzz FUZZ_HARNESSES=cli.
+FUZZ_SECONDS   ?= 300
+FUZZ_DIR       ?= $(VENV)/fuzz
+FUZZ_HARNESSES ?= $(patsubst tests/fuzz/fuzz_%.py,%,$(filter-out tests/fuzz/fuzz_main.py,$(wildcard tests/fuzz/fuzz_*.py)))
+
+fuzz: $(STAMP)
+	@status=0; for name in $(FUZZ_HARNESSES); do \
+		mkdir -p $(FUZZ_DIR)/$$name/corpus; \
+		echo "== $$name: $(FUZZ_SECONDS) s, findings in $(FUZZ_DIR)/$$name/"; \
+		PYTHONHASHSEED=0 $(BIN)/python tests/fuzz/fuzz_$$name.py -max_total_time=$(FUZZ_SECONDS) \
+			-timeout=30 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/$$name/ \
+			$(FUZZ_DIR)/$$name/corpus tests/fuzz/corpus/$$name 2>$(FUZZ_DIR)/$$name/log \
+			|| { status=1; tail -n 40 $(FUZZ_DIR)/$$name/log; }; \
+		grep -E "^Done|^stat::number_of_executed_units" $(FUZZ_DIR)/$$name/log || true; \
+	done; exit $$status
+
 # --- benchmarks -------------------------------------------------------------------
 # The peers the policy benchmark measures beside jevqueue live in a venv of their own,
 # so the test venv never depends on them.
@@ -89,6 +109,20 @@ bench: $(BENCH_STAMP)
 	$(BENCH_BIN)/python bench/routing.py
 	$(BENCH_BIN)/python bench/policy.py
 	$(BENCH_BIN)/python bench/audit_throughput.py
+
+# Prompt injection: AgentDojo's suites replayed without a model (bench/prompt_injection.py).
+# AgentDojo pulls in every model provider's client, so it has a venv of its own.
+INJECTION_VENV  := .venv-agentdojo
+INJECTION_STAMP := $(INJECTION_VENV)/.installed
+
+$(INJECTION_STAMP): pyproject.toml setup.py $(BASE)
+	$(PYTHON) -m venv $(INJECTION_VENV)
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(INJECTION_VENV)/bin/python \
+		"agentdojo==0.1.35" -e .
+	touch $(INJECTION_STAMP)
+
+bench-prompt-injection: $(INJECTION_STAMP)
+	$(INJECTION_VENV)/bin/python bench/prompt_injection.py --json $(INJECTION_VENV)/prompt_injection.json
 
 # --- MCP: the second major, and the third-party servers the MCP tests run -------------
 # mcp 2.x cannot share .venv with crewai (crewai pins mcp<2), so a small second venv holds
@@ -111,7 +145,8 @@ test-mcp2: $(MCP2_STAMP) $(NPM_STAMP)
 	$(MCP2_BIN)/python -m pytest -q -p no:cacheprovider tests/plugins/mcp
 
 clean:
-	rm -rf $(VENV) $(HERMES_VENV) $(MCP2_VENV) $(BENCH_VENV) .npm-tools build *.egg-info
+	rm -rf $(VENV) $(HERMES_VENV) $(MCP2_VENV) $(BENCH_VENV) $(INJECTION_VENV) .npm-tools build \
+		*.egg-info
 
 # --- PostgreSQL, for the fleet backends' tests and bench/fleet.py ---------------------------
 # The tests start their own throwaway server (a free port on 127.0.0.1, a temp data dir, run

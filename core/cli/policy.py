@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -65,6 +66,38 @@ def _json_object(value: str, option: str) -> dict[str, Any]:
     return parsed
 
 
+def _provenance(
+    tools: Any, arguments: dict[str, Any], user_said: tuple[str, ...], read: tuple[str, ...]
+) -> Any:
+    """The provenance of ``arguments`` given what the user wrote and what the agent read."""
+    if not user_said and not read:
+        return None
+    from jevqueue.policy._provenance import Transcript
+    from jevqueue.policy._registry import UNTRUSTED
+
+    transcript = Transcript()
+    for text in user_said:
+        transcript.user(text)
+    for index, entry in enumerate(read, 1):
+        tool, separator, file = entry.partition("=")
+        if not separator or not tool or not file:
+            raise click.BadParameter(
+                f"{entry!r} is not TOOL=FILE (e.g. read_inbox=inbox.json)", param_hint="--read"
+            )
+        try:
+            output = Path(file).read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise click.BadParameter(
+                f"cannot read {file!r} as UTF-8 text: {error}", param_hint="--read"
+            ) from None
+        try:
+            trust = tools.get(tool).output_trust
+        except Exception:  # undeclared: trusted no further
+            trust = UNTRUSTED
+        transcript.output(tool, f"read-{index}", output, trust)
+    return transcript.provenance(arguments) or None
+
+
 @policy.command()
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False, path_type=str))
 @click.option("--tool", "tool_name", required=True, help="The tool name, e.g. write_to_file.")
@@ -91,6 +124,21 @@ def _json_object(value: str, option: str) -> dict[str, Any]:
     help="A tools file (TOML [[tool]] tables) declaring your own tools: judge the call "
     "against those declarations instead of a built-in registry.",
 )
+@click.option(
+    "--user-said",
+    "user_said",
+    multiple=True,
+    help="What the user wrote in this task (repeatable): a value found here is the user's.",
+)
+@click.option(
+    "--read",
+    "read",
+    multiple=True,
+    metavar="TOOL=FILE",
+    help="A tool output the agent read (repeatable), as TOOL=FILE (the file holds the "
+    "output, text or JSON); trusted as TOOL's declaration says, untrusted when undeclared. "
+    "With --user-said or --read, the call's provenance is judged and shown.",
+)
 def explain(
     files: tuple[str, ...],
     tool_name: str,
@@ -98,6 +146,8 @@ def explain(
     context: str,
     registry: str,
     tools_file: str | None,
+    user_said: tuple[str, ...],
+    read: tuple[str, ...],
 ) -> None:
     """Show the verdict the default policy plus FILES gives one tool call.
 
@@ -134,8 +184,13 @@ def explain(
     try:
         from jevqueue.policy._context import ExecutionContext
 
+        provenance = _provenance(tools, parsed_arguments, user_said, read)
         action = Action.build(
-            tools, tool_name, parsed_arguments, ExecutionContext.coerce(parsed_context)
+            tools,
+            tool_name,
+            parsed_arguments,
+            ExecutionContext.coerce(parsed_context),
+            provenance=provenance,
         )
     except JevError as error:
         click.echo(f"REFUSED before evaluation: {type(error).__name__}: {error}")
@@ -156,5 +211,8 @@ def explain(
         click.echo(f"requires:  {', '.join(verdict.obligations)}")
     for reason in verdict.reasons:
         click.echo(f"reason:    {reason}")
+    if action.provenance is not None:
+        for origin in action.provenance.origins:
+            click.echo(f"origin:    {origin.describe()}")
     if verdict.repaired is not None:
         click.echo(f"repaired:  {json.dumps(dict(verdict.repaired), sort_keys=True)}")

@@ -85,6 +85,12 @@ if TYPE_CHECKING:  # pragma: no cover
         PolicyEnforcementPoint,
         new_decision_id,
     )
+    from jevqueue.policy._provenance import (
+        Origin,
+        Provenance,
+        Source,
+        Transcript,
+    )
     from jevqueue.policy._registry import (
         ACCOUNT_SETTINGS,
         BOOKING,
@@ -100,6 +106,8 @@ if TYPE_CHECKING:  # pragma: no cover
         SEND_MESSAGE,
         SHARE,
         SHELL_COMMAND,
+        TRUSTED,
+        UNTRUSTED,
         ToolRegistry,
         ToolSpec,
         antigravity_registry,
@@ -114,6 +122,9 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from jevqueue.policy._tools_file import (
         load_tools_file,
+    )
+    from jevqueue.policy._untrusted_values import (
+        UntrustedValues,
     )
     from jevqueue.policy._verdict import (
         Verdict,
@@ -166,6 +177,10 @@ _EXPORTS: dict[str, str] = {
     "create_default_policy_decision_point": "jevqueue.policy._pdp",
     "PolicyEnforcementPoint": "jevqueue.policy._pep",
     "new_decision_id": "jevqueue.policy._pep",
+    "Origin": "jevqueue.policy._provenance",
+    "Provenance": "jevqueue.policy._provenance",
+    "Source": "jevqueue.policy._provenance",
+    "Transcript": "jevqueue.policy._provenance",
     "ACCOUNT_SETTINGS": "jevqueue.policy._registry",
     "BOOKING": "jevqueue.policy._registry",
     "BUILTIN_SIDE_EFFECTS": "jevqueue.policy._registry",
@@ -180,6 +195,8 @@ _EXPORTS: dict[str, str] = {
     "SEND_MESSAGE": "jevqueue.policy._registry",
     "SHARE": "jevqueue.policy._registry",
     "SHELL_COMMAND": "jevqueue.policy._registry",
+    "TRUSTED": "jevqueue.policy._registry",
+    "UNTRUSTED": "jevqueue.policy._registry",
     "ToolRegistry": "jevqueue.policy._registry",
     "ToolSpec": "jevqueue.policy._registry",
     "antigravity_registry": "jevqueue.policy._registry",
@@ -190,6 +207,7 @@ _EXPORTS: dict[str, str] = {
     "FunctionRule": "jevqueue.policy._rule",
     "Rule": "jevqueue.policy._rule",
     "load_tools_file": "jevqueue.policy._tools_file",
+    "UntrustedValues": "jevqueue.policy._untrusted_values",
     "Verdict": "jevqueue.policy._verdict",
     "VerdictKind": "jevqueue.policy._verdict",
 }
@@ -214,6 +232,8 @@ __all__ = [
     "SEND_MESSAGE",
     "SHARE",
     "SHELL_COMMAND",
+    "TRUSTED",
+    "UNTRUSTED",
     "Action",
     "ApprovalAnswer",
     "ApprovalRequest",
@@ -232,19 +252,24 @@ __all__ = [
     "Judgement",
     "JudgementKind",
     "MissingTargetRule",
+    "Origin",
     "Outcome",
     "PathNormalizationRule",
     "PathSpellingRule",
     "PolicyDecisionPoint",
     "PolicyEnforcementPoint",
+    "Provenance",
     "Rule",
     "RuleBasedPolicyDecisionPoint",
     "SecretFileRule",
     "ShellApprovalRule",
     "ShellWorkingDirectoryRule",
+    "Source",
     "ToolRegistry",
     "ToolSpec",
+    "Transcript",
     "UnresolvablePathError",
+    "UntrustedValues",
     "Verdict",
     "VerdictKind",
     "WorkspaceContainmentRule",

@@ -18,8 +18,11 @@ The digest is ``sha256:`` + the hex SHA-256 of the RFC 8785 form of::
     {"arguments": ..., "context": {all five fields}, "side_effects": [sorted],
      "targets": [resolved paths], "tool": name}
 
-plus ``"cwd": resolved`` for tools that declare a working directory. Approvals bind to it,
-so changing any argument, target, the workspace or any other context field changes it.
+plus ``"cwd": resolved`` for tools that declare a working directory, ``"origin"`` for tools
+served from elsewhere (:attr:`ToolSpec.origin`) and ``"provenance"`` (the values that came
+from a tool output, with their sources: :meth:`~jevqueue.policy.Provenance.digest_document`)
+when some did. Approvals bind to it, so changing any argument, target, the workspace, any
+other context field, the server or the output a value came from changes it.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from jevqueue.errors import InvalidToolArgumentsError, UnsupportedTypeError
-from jevqueue.policy._canonical import canonical_arguments, encode_json_string
+from jevqueue.policy._canonical import canonical_arguments, canonical_json, encode_json_string
 from jevqueue.policy._context import ExecutionContext
+from jevqueue.policy._provenance import Provenance
 from jevqueue.policy._registry import ToolRegistry, ToolSpec
 
 __all__ = ["Action", "UnresolvablePathError", "resolve_path"]
@@ -357,6 +361,27 @@ def _unresolvable(spec: ToolSpec, field: str, error: UnresolvablePathError) -> E
     )
 
 
+def _path_list(spec: ToolSpec, name: str, value: list[Any]) -> list[str]:
+    """The elements of a path field that holds a list, each checked like a single path."""
+    if not value and name in spec.required_path_fields:
+        raise InvalidToolArgumentsError(
+            spec.name, f"the required path field {name!r} is an empty list: name at least one path"
+        )
+    for index, element in enumerate(value):
+        if type(element) is not str:
+            raise InvalidToolArgumentsError(
+                spec.name,
+                f"the path field {name!r} holds a {type(element).__name__} at index {index}: "
+                "a list of paths holds only strings",
+            )
+        if not element or "\x00" in element:
+            raise InvalidToolArgumentsError(
+                spec.name,
+                f"the path field {name!r} holds an empty path or a NUL byte at index {index}",
+            )
+    return value
+
+
 def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> str | None:
     value = arguments.get(name)
     if value is None:
@@ -367,8 +392,14 @@ def _path_argument(spec: ToolSpec, arguments: Mapping[str, Any], name: str) -> s
             )
         return None
     if type(value) is not str:
+        hint = (
+            " (a field that holds a list of paths is an array in the tool's schema)"
+            if type(value) is list
+            else ""
+        )
         raise InvalidToolArgumentsError(
-            spec.name, f"the path field {name!r} must be a string, not {type(value).__name__}"
+            spec.name,
+            f"the path field {name!r} must be a string, not {type(value).__name__}{hint}",
         )
     if not value:
         raise InvalidToolArgumentsError(spec.name, f"the path field {name!r} is empty")
@@ -471,6 +502,12 @@ class Action:
         folded_targets: ``(field, components)`` for each target inside the workspace,
             case-folded and stripped of trailing dots and spaces, for rules that match
             protected names.
+        provenance: where each argument's value came from (the user's request, an output
+            the agent read, or nowhere), when the caller knows what the agent read
+            (:class:`~jevqueue.policy.Transcript`); ``None`` otherwise. Part of the digest.
+        call_digest: the digest of the call alone, without its provenance (equal to
+            :attr:`digest` without one): the same call judged after the agent read more
+            has the same call digest. What is run at most once is keyed by it.
     """
 
     tool: str
@@ -485,6 +522,8 @@ class Action:
     spec: ToolSpec | None = None
     relative_targets: tuple[tuple[str, ...] | None, ...] = ()
     folded_targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    provenance: Provenance | None = None
+    call_digest: str = ""
 
     def __post_init__(self) -> None:
         """Validate an Action built by hand (or by ``dataclasses.replace``) as build does.
@@ -510,7 +549,9 @@ class Action:
         arguments = self.arguments
         if isinstance(arguments, Mapping) and type(arguments) is not dict:
             arguments = dict(arguments)
-        rebuilt = Action.build(ToolRegistry((spec,)), self.tool, arguments, self.context)
+        rebuilt = Action.build(
+            ToolRegistry((spec,)), self.tool, arguments, self.context, provenance=self.provenance
+        )
         _set_attribute(self, "_rebuilt", rebuilt)
 
     @classmethod
@@ -520,6 +561,8 @@ class Action:
         tool_name: str,
         arguments: Mapping[str, Any],
         context: ExecutionContext | Mapping[str, Any],
+        *,
+        provenance: Provenance | None = None,
     ) -> Action:
         """Validate a proposed call and return its canonical action.
 
@@ -528,6 +571,8 @@ class Action:
             tool_name: the exact tool name.
             arguments: the tool arguments, a ``dict`` of canonical JSON values.
             context: an :class:`ExecutionContext` or a mapping of its fields.
+            provenance: where the arguments came from
+                (:meth:`~jevqueue.policy.Transcript.provenance`), judged and digested.
 
         Raises:
             InvalidContextError: the context is incomplete, ambient or malformed.
@@ -570,6 +615,14 @@ class Action:
         fields: list[str] = []
         for name in spec.path_fields:
             value = arguments.get(name)
+            if type(value) is list and name in spec._path_lists:
+                for element in _path_list(spec, name, value):
+                    try:
+                        targets.append(resolve_path(element, root, on_disk=on_disk))
+                    except UnresolvablePathError as error:
+                        raise _unresolvable(spec, name, error) from None
+                    fields.append(name)
+                continue
             if type(value) is not str or not value or "\x00" in value:
                 value = _path_argument(spec, arguments, name)
                 if value is None:
@@ -621,10 +674,11 @@ class Action:
                     except UnresolvablePathError as error:
                         raise _unresolvable(spec, cwd_field, error) from None
 
-        # Keys sort as "arguments" < "context" < "cwd" < "side_effects" < "targets" < "tool",
-        # so the canonical document is assembled from canonical pieces: the arguments, the
-        # context's cached bytes, and strings quoted exactly as RFC 8785 quotes them (a
-        # test checks the digest against rfc8785.dumps of digest_document()).
+        # Keys sort as "arguments" < "context" < "cwd" < "origin" < "provenance" <
+        # "side_effects" < "targets" < "tool", so the canonical document is assembled from
+        # canonical pieces: the arguments, the context's cached bytes, and strings quoted
+        # exactly as RFC 8785 quotes them (a test checks the digest against rfc8785.dumps of
+        # digest_document()).
         effects_json, tool_json = spec._digest_parts
         if len(targets) == 1:
             quoted = encode_json_string(targets[0])
@@ -632,23 +686,38 @@ class Action:
             quoted = ""
         else:
             quoted = ",".join([encode_json_string(target) for target in targets])
+        rest = f',"side_effects":{effects_json},"targets":[{quoted}],"tool":{tool_json}}}'
         if cwd_field is None:
-            tail = f',"side_effects":{effects_json},"targets":[{quoted}],"tool":{tool_json}}}'
+            tail = spec._origin_part + rest
         else:
             cwd_json = "null" if cwd is None else encode_json_string(cwd)
-            tail = (
-                f',"cwd":{cwd_json},"side_effects":{effects_json},"targets":[{quoted}],'
-                f'"tool":{tool_json}}}'
-            )
+            tail = f',"cwd":{cwd_json}{spec._origin_part}{rest}'
         try:
             tail_bytes = tail.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidToolArgumentsError(
                 spec.name, "a path resolves to text that is not valid Unicode"
             ) from None
-        digest = hashlib.sha256(
-            b"".join((b'{"arguments":', encoded_arguments, ctx.digest_context_bytes, tail_bytes))
-        )
+        head = b"".join((b'{"arguments":', encoded_arguments, ctx.digest_context_bytes))
+        call_digest = "sha256:" + hashlib.sha256(head + tail_bytes).hexdigest()
+        hexdigest = call_digest
+        if provenance is not None:
+            if type(provenance) is not Provenance:
+                raise InvalidToolArgumentsError(
+                    spec.name,
+                    "provenance must be a jevqueue Provenance (from Transcript.provenance), "
+                    f"not {type(provenance).__name__}",
+                )
+            sourced = provenance.digest_document()
+            if sourced:
+                labels = b',"provenance":' + canonical_json(sourced)
+                cut = len(tail_bytes) - len(rest.encode("utf-8"))
+                hexdigest = (
+                    "sha256:"
+                    + hashlib.sha256(
+                        b"".join((head, tail_bytes[:cut], labels, tail_bytes[cut:]))
+                    ).hexdigest()
+                )
         relative: tuple[tuple[str, ...] | None, ...] = ()
         folded: tuple[tuple[str, tuple[str, ...]], ...] = ()
         if len(targets) == 1:  # the common shape, without the lists
@@ -692,13 +761,15 @@ class Action:
                 "targets": tuple(targets),
                 "side_effects": spec.side_effects,
                 "context": ctx,
-                "digest": "sha256:" + digest.hexdigest(),
+                "digest": hexdigest,
                 "cwd": cwd,
                 "workspace_root": root,
                 "target_fields": tuple(fields),
                 "spec": spec,
                 "relative_targets": relative,
                 "folded_targets": folded,
+                "provenance": provenance,
+                "call_digest": call_digest,
             },
         )
         return action
@@ -720,12 +791,25 @@ class Action:
         spec = self.spec
         if spec is None or spec.paths_as_written:
             return arguments
+        lists: dict[str, list[str]] = {}
         for name, target in zip(self.target_fields, self.targets, strict=True):
-            if type(arguments.get(name)) is not str:
+            value = arguments.get(name)
+            if type(value) is list:
+                lists.setdefault(name, []).append(target)
+                continue
+            if type(value) is not str:
                 raise InvalidToolArgumentsError(
                     self.tool, f"the arguments to run have no path {name!r}: run what was judged"
                 )
             arguments[name] = target
+        for name, resolved in lists.items():
+            if len(resolved) != len(arguments[name]):
+                raise InvalidToolArgumentsError(
+                    self.tool,
+                    f"the arguments to run hold another list of paths in {name!r}: run what "
+                    "was judged",
+                )
+            arguments[name] = resolved
         if spec.cwd_field is not None and self.cwd is not None:
             arguments[spec.cwd_field] = self.cwd
         return arguments
@@ -741,4 +825,8 @@ class Action:
         }
         if self.spec is not None and self.spec.cwd_field is not None:
             document["cwd"] = self.cwd
+        if self.spec is not None and self.spec.origin is not None:
+            document["origin"] = self.spec.origin
+        if self.provenance is not None and self.provenance.digest_document():
+            document["provenance"] = self.provenance.digest_document()
         return document

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.approvals import ApprovalRecord
     from jevqueue.policy._action import Action
     from jevqueue.policy._context import ExecutionContext
+    from jevqueue.policy._provenance import Provenance
     from jevqueue.policy._verdict import Verdict
 
 __all__ = [
@@ -74,6 +75,10 @@ class ApprovalRequest:
         context: The execution context the call was judged in.
         call_id: The framework's id of the call, when it has one.
         verdict: The policy's verdict (``ALLOW_WITH_OBLIGATIONS``).
+
+    :attr:`provenance` says where each argument came from, when the plugin recorded what
+    the agent read: a reviewer reads "to came from item 3 of read_inbox's output (call
+    c1), not from your request" before approving.
     """
 
     tool: str
@@ -103,12 +108,20 @@ class ApprovalRequest:
             verdict=verdict,
         )
 
+    @property
+    def provenance(self) -> Provenance | None:
+        """Where each argument came from (``None`` when nothing the agent read is known)."""
+        return self.action.provenance
+
     def describe(self) -> str:
         """The action as a person should read it before approving: canonical and complete."""
         reasons = "; ".join(self.reasons) or "the policy requires an explicit approval"
         document = self.action.digest_document()
+        origins = self.provenance.describe() if self.provenance is not None else ""
+        where = f"where the values came from:\n{origins}\n" if origins else ""
         return (
             f"Approval needed for {self.tool!r}: {reasons}\n"
+            f"{where}"
             f"action digest: {self.action_digest}\n"
             f"{json.dumps(document, indent=2, sort_keys=True, default=str)}"
         )
@@ -122,6 +135,12 @@ class ApprovalRequest:
             "reasons": list(self.reasons),
             "context": self.context.as_dict(),
             "call_id": self.call_id,
+            "provenance": [
+                {**origin.to_dict(), "found": origin.found, "says": origin.describe()}
+                for origin in self.provenance.origins
+            ]
+            if self.provenance is not None
+            else None,
         }
 
 

@@ -37,6 +37,15 @@ Call ids must therefore be unique within one guard's life: a plugin whose framew
 reuses ids across messages (some local servers number calls ``call_0``, ``call_1`` in each
 message) scopes them, e.g. with the message's id.
 What happened — returned or raised — is kept in :attr:`Guard.outcomes`.
+
+What the agent read. Each task (the context's ``task_id``) has a
+:class:`~jevqueue.policy.Transcript`: what the user wrote (:meth:`Guard.record_user`) and
+every tool output — :meth:`Guard.run` records what it ran, :meth:`Guard.record_output` the
+rest. Once a task has one, each call's :class:`~jevqueue.policy.Provenance` (which
+argument came from the user's request, which from an untrusted output and which one) is
+part of the action: rules judge it, its digest covers it, and the approval request shows
+it. Run-once keys use the call's digest without it, so a call judged again after the
+agent read more is still the call that ran.
 """
 
 from __future__ import annotations
@@ -69,7 +78,8 @@ from jevqueue.policy._approval_request import (
     check_approver,
 )
 from jevqueue.policy._context import ExecutionContext
-from jevqueue.policy._registry import ToolRegistry, ToolSpec, registry_from_specs
+from jevqueue.policy._provenance import Provenance, Transcript
+from jevqueue.policy._registry import UNTRUSTED, ToolRegistry, ToolSpec, registry_from_specs
 from jevqueue.policy._verdict import VerdictKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -83,6 +93,7 @@ T = TypeVar("T")
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _RAN_LIMIT = 4096  # call ids remembered as run, for frameworks that re-execute a batch
+_TASKS_LIMIT = 64  # tasks whose transcript is kept (the least recently used is dropped)
 
 
 class JudgementKind(str, Enum):
@@ -187,6 +198,9 @@ class Guard:
             :meth:`judge` leaves them pending for a framework's own pause.
         owner: The plugin entry point named in configuration errors.
         history: How many judgements :attr:`judgements` keeps.
+        keep_transcripts: Whether :meth:`run` records each output in the task's
+            transcript. ``False`` for a plugin that passes ``transcript=`` built from the
+            framework's own history on every call (the guard's copy would go unread).
 
     Raises:
         ConfigurationError: ``pep`` is not a PEP, ``specs`` is not a collection of
@@ -203,6 +217,7 @@ class Guard:
         approver: Approver | None = None,
         owner: str = "Guard",
         history: int = 1000,
+        keep_transcripts: bool = True,
     ) -> None:
         if not callable(getattr(pep, "enforce", None)):
             raise ConfigurationError(
@@ -218,6 +233,10 @@ class Guard:
         self.outcomes: deque[Outcome] = deque(maxlen=history)
         self._lock = threading.Lock()
         self._ran: OrderedDict[tuple[str, str], tuple[bool, Any]] = OrderedDict()
+        self._transcripts: OrderedDict[str, Transcript] = OrderedDict()
+        if type(keep_transcripts) is not bool:
+            raise ConfigurationError(f"{owner}: keep_transcripts must be True or False")
+        self._keep_transcripts = keep_transcripts
 
     # --- declarations -----------------------------------------------------------------
 
@@ -251,6 +270,64 @@ class Guard:
         with self._lock:
             return self.judgements[-1] if self.judgements else None
 
+    # --- what the agent read ---------------------------------------------------------------
+
+    def record_user(
+        self, text: str, *, context: ExecutionContext | Mapping[str, Any] | None = None
+    ) -> None:
+        """Record what the user wrote in this task (trusted): a value of a later call that
+        occurs here is labelled ``user`` (:class:`~jevqueue.policy.Provenance`).
+
+        Raises:
+            ConfigurationError: ``text`` is not a string, or no context is known.
+        """
+        self.transcript(context).user(text)
+
+    def record_output(
+        self,
+        tool: str,
+        output: Any,
+        call_id: str | None = None,
+        *,
+        context: ExecutionContext | Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record a tool output the agent read, trusted as the tool's declaration says
+        (an undeclared tool's output is untrusted). :meth:`run` records what it runs; call
+        this for outputs the guard did not run (a framework's own tools, a history replayed
+        after a pause). Recording a call id twice keeps the first."""
+        name = tool if type(tool) is str else str(tool)
+        trust = self.registry.output_trust(name)
+        self.transcript(context).output(name, call_id, output, trust)
+
+    def transcript(self, context: ExecutionContext | Mapping[str, Any] | None = None) -> Transcript:
+        """What this task's agent has read (the task is the context's ``task_id``)."""
+        task = self._context(context).task_id
+        with self._lock:
+            transcript = self._transcripts.get(task)
+            if transcript is None:
+                transcript = self._transcripts[task] = Transcript()
+                while len(self._transcripts) > _TASKS_LIMIT:
+                    self._transcripts.popitem(last=False)
+            else:
+                self._transcripts.move_to_end(task)
+            return transcript
+
+    def _provenance(
+        self, ctx: ExecutionContext, arguments: dict[str, Any], given: Transcript | None
+    ) -> Provenance | None:
+        if given is not None and type(given) is not Transcript:
+            raise ConfigurationError(
+                f"transcript must be a jevqueue Transcript, not {type(given).__name__}"
+            )
+        transcript = given
+        if transcript is None:
+            with self._lock:
+                transcript = self._transcripts.get(ctx.task_id)
+        if transcript is None or not len(transcript):
+            return None
+        provenance = transcript.provenance(arguments)
+        return provenance if provenance else None  # nothing traceable: the plain call
+
     # --- judging ------------------------------------------------------------------------
 
     def judge(
@@ -261,6 +338,7 @@ class Guard:
         *,
         records: Sequence[Any] = (),
         context: ExecutionContext | Mapping[str, Any] | None = None,
+        transcript: Transcript | None = None,
     ) -> Judgement:
         """Judge one call once, without asking the approver. Never raises an ``Exception``.
 
@@ -271,6 +349,8 @@ class Guard:
             records: Approval records for this call (after a pause, what the person gave;
                 the dicts ``jevqueue approve`` prints are read as records).
             context: This call's context, when it is not the guard's.
+            transcript: What the agent read, when the framework keeps it (a LangGraph
+                state's messages): used instead of the task's transcript the guard keeps.
 
         Returns:
             Allowed; refused; or pending, when an approval is needed and no ``records``
@@ -278,7 +358,7 @@ class Guard:
             records' own refusal — "already used", "approves another action" — first).
         """
         try:
-            outcome = self._judge(tool, arguments, call_id, records, context)
+            outcome = self._judge(tool, arguments, call_id, records, context, transcript)
         except Exception as error:  # fail closed: a failed check is a refusal
             outcome = self._failed(tool, call_id, error, context)
         return self._keep(outcome)
@@ -291,13 +371,16 @@ class Guard:
         *,
         records: Sequence[Any] = (),
         context: ExecutionContext | Mapping[str, Any] | None = None,
+        transcript: Transcript | None = None,
     ) -> Judgement:
         """Judge one call, asking a plain approver when an approval is needed.
 
         Never raises an ``Exception``; never answers pending. An ``async`` approver cannot
         be awaited here: the call is refused with a message saying to run asynchronously.
         """
-        first = self.judge(tool, arguments, call_id, records=records, context=context)
+        first = self.judge(
+            tool, arguments, call_id, records=records, context=context, transcript=transcript
+        )
         if not first.pending:
             return first
         try:
@@ -321,9 +404,12 @@ class Guard:
         *,
         records: Sequence[Any] = (),
         context: ExecutionContext | Mapping[str, Any] | None = None,
+        transcript: Transcript | None = None,
     ) -> Judgement:
         """Like :meth:`check`, awaiting the approver when it is ``async``."""
-        first = self.judge(tool, arguments, call_id, records=records, context=context)
+        first = self.judge(
+            tool, arguments, call_id, records=records, context=context, transcript=transcript
+        )
         if not first.pending:
             return first
         try:
@@ -378,9 +464,9 @@ class Guard:
 
     def has_run(self, judgement: Judgement) -> bool:
         """True when this judgement's call id already ran (``run`` would replay its result)."""
-        if judgement.call_id is None or judgement.action is None:
+        if not judgement.call_id or judgement.action is None:
             return False
-        return self._ran_before(judgement.call_id, judgement.action.digest)
+        return self._ran_before(judgement.call_id, judgement.action.call_digest)
 
     def _ran_before(self, call_id: str, digest: str) -> bool:
         with self._lock:
@@ -408,6 +494,7 @@ class Guard:
         with self._recorded(judgement, key) as record:
             result = execute(judgement.run_arguments())
             record(result)
+        self._read(judgement, result)
         return result
 
     async def arun(
@@ -421,7 +508,19 @@ class Guard:
         with self._recorded(judgement, key) as record:
             result = await execute(judgement.run_arguments())
             record(result)
+        self._read(judgement, result)
         return result
+
+    def _read(self, judgement: Judgement, result: Any) -> None:
+        """The agent reads what the tool returned: record it for later calls' provenance."""
+        if judgement.action is None or not self._keep_transcripts:
+            return
+        with contextlib.suppress(Exception):  # a result that cannot be read is not fatal
+            spec = judgement.action.spec
+            trust = spec.output_trust if spec is not None else UNTRUSTED
+            self.transcript(judgement.action.context).output(
+                judgement.tool, judgement.call_id, result, trust
+            )
 
     def _previous_run(
         self, judgement: Judgement
@@ -456,9 +555,9 @@ class Guard:
                 + (getattr(judgement, "message", "") or "this one was not allowed"),
                 getattr(judgement, "verdict", None),
             )
-        if judgement.call_id is None or judgement.action is None:
+        if not judgement.call_id or judgement.action is None:
             return None
-        return (judgement.call_id, judgement.action.digest)
+        return (judgement.call_id, judgement.action.call_digest)
 
     def _remember(
         self, judgement: Judgement, key: tuple[str, str] | None, done: tuple[bool, Any]
@@ -497,12 +596,14 @@ class Guard:
         call_id: str | None,
         records: Sequence[Any],
         context: ExecutionContext | Mapping[str, Any] | None,
+        transcript: Transcript | None = None,
     ) -> Judgement:
         ctx = self._context(context)
         name = tool if type(tool) is str else str(tool)
         judged = _plain(arguments)
         try:
-            action = Action.build(self.registry, name, judged, ctx)
+            provenance = self._provenance(ctx, judged, transcript)
+            action = Action.build(self.registry, name, judged, ctx, provenance=provenance)
         except JevError as rejected:
             self._audit_rejection(name, ctx, rejected)
             return _refused(
@@ -511,7 +612,7 @@ class Guard:
                 f"it was refused before evaluation: {rejected}",
                 error=repr(rejected),
             )
-        if call_id is not None and self._ran_before(call_id, action.digest):
+        if call_id and self._ran_before(call_id, action.call_digest):
             # A framework that re-runs a whole batch on resume asks again about a call that
             # already ran: it was judged (and approved) then, and run() replays its result;
             # judging it again would spend a fresh approval on a call that will not run.
@@ -572,9 +673,10 @@ class Guard:
             return _refused(
                 name,
                 call_id,
-                f"it needs an explicit approval of action {action.digest} and no approver is "
-                "configured: pass approver=<a callable that returns ApprovalRecord(s) for the "
-                "ApprovalRequest it is shown>",
+                f"it needs an explicit approval of action {action.digest} ("
+                + "; ".join(request.reasons or ("the policy requires one",))
+                + ") and no approver is configured: pass approver=<a callable that returns "
+                "ApprovalRecord(s) for the ApprovalRequest it is shown>",
                 action=action,
                 verdict=pending.verdict,
             )

@@ -38,6 +38,7 @@ from jevqueue.errors import (
     PolicyDeniedError,
     UnfulfilledObligationError,
 )
+from jevqueue.policy._provenance import provenance_line
 from jevqueue.policy._verdict import Verdict, VerdictKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -250,6 +251,15 @@ def _check_verifier(verifier: Any) -> None:
             f"{signature} cannot be called as verifier(record, action) ({error}): give it "
             "exactly two positional parameters, the ApprovalRecord and the Action"
         ) from None
+
+
+def _audited_reasons(action: Action, verdict: Verdict) -> tuple[str, ...]:
+    """The verdict's reasons, and, for an action with provenance, one line of its labels:
+    where each value came from (never the value, never the output's text)."""
+    provenance = getattr(action, "provenance", None)
+    if provenance is None:
+        return verdict.reasons
+    return (*verdict.reasons, provenance_line(provenance))
 
 
 def _unfulfilled(verdict: Verdict) -> Verdict:
@@ -477,7 +487,7 @@ class PolicyEnforcementPoint:
                     action.tool,
                     verdict.kind.value,
                     verdict.allowed,
-                    verdict.reasons,
+                    _audited_reasons(action, verdict),
                     verdict.obligations,
                     verdict.rule_ids,
                     verdict.policy_revision,
@@ -493,7 +503,14 @@ class PolicyEnforcementPoint:
                 "the call is denied: fix the audit sink"
             )
             audit_error.__cause__ = error
-            _logger.error("audit write failed; denying %s", digest, exc_info=error)
+            _logger.error(
+                "audit write failed; denying the %s call %s: %s: %s",
+                getattr(action, "tool", "unnamed"),
+                digest,
+                type(error).__name__,
+                error,
+            )
+            _logger.debug("why the audit write for %s failed", digest, exc_info=error)
             denial = Verdict(
                 VerdictKind.DENY,
                 (
@@ -590,7 +607,7 @@ class PolicyEnforcementPoint:
             "tool": action.tool,
             "result": verdict.kind.value,
             "allowed": verdict.allowed,
-            "reasons": verdict.reasons,
+            "reasons": _audited_reasons(action, verdict),
             "obligations": verdict.obligations,
             "rule_ids": verdict.rule_ids,
             "policy_revision": verdict.policy_revision,
@@ -635,4 +652,10 @@ class PolicyEnforcementPoint:
         try:
             self._write(event)
         except Exception as failure:
-            _logger.error("audit write failed for a refused call", exc_info=failure)
+            _logger.error(
+                "audit write failed; the %s call refused before evaluation stays refused: %s: %s",
+                event["tool"] or "unnamed",
+                type(failure).__name__,
+                failure,
+            )
+            _logger.debug("why the audit write for a refused call failed", exc_info=failure)

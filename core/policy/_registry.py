@@ -42,6 +42,8 @@ __all__ = [
     "SEND_MESSAGE",
     "SHARE",
     "SHELL_COMMAND",
+    "TRUSTED",
+    "UNTRUSTED",
     "ToolRegistry",
     "ToolSpec",
     "antigravity_registry",
@@ -50,6 +52,12 @@ __all__ = [
     "known_side_effects",
     "registry_from_specs",
 ]
+
+TRUSTED = "trusted"
+"""A tool's output is the user's own or the system's (``ToolSpec.output_trust``)."""
+UNTRUSTED = "untrusted"
+"""A tool's output may hold what an attacker wrote: e-mail, web pages, messages, files."""
+OUTPUT_TRUST = frozenset({TRUSTED, UNTRUSTED})
 
 FILE_READ = "file_read"
 """The tool reads the files named by its path fields."""
@@ -213,6 +221,18 @@ class ToolSpec:
         paths_as_written: the tool needs the path the model wrote, not the resolved
             absolute path the policy judged (plugins hand tools the resolved one unless
             this is set). Prefer the default: the resolved path is the file judged.
+        output_trust: how far what the tool returns is trusted: ``"untrusted"`` (the
+            default: e-mail, web pages, messages, files others wrote — anything an
+            attacker may have written) or ``"trusted"`` (the tool's output is the user's
+            own or the system's). A value the agent read in an untrusted output is
+            labelled so when it reaches another call's arguments
+            (:class:`~jevqueue.policy.Provenance`).
+        origin: who serves the tool, when that is not this process (an MCP server's
+            name and a hash of its command or URL). Part of the action digest: an
+            approval of one server's call never runs on another's.
+
+    A path field holds a string; one whose schema property is an ``array`` holds a list of
+    strings, each element a path judged and resolved like a single one.
 
     Raises:
         ConfigurationError: a name, field list or schema is malformed.
@@ -227,9 +247,15 @@ class ToolSpec:
     schema: Mapping[str, Any] | None = field(default=None, hash=False)
     literal_paths: bool = False
     paths_as_written: bool = False
+    output_trust: str = UNTRUSTED
+    origin: str | None = None
     _validator: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
     _digest_parts: tuple[str, str] = field(
         default=("", ""), init=False, repr=False, compare=False, hash=False
+    )
+    _origin_part: str = field(default="", init=False, repr=False, compare=False, hash=False)
+    _path_lists: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False, hash=False
     )
 
     def __post_init__(self) -> None:
@@ -284,6 +310,23 @@ class ToolSpec:
         for flag in ("literal_paths", "paths_as_written"):
             if type(getattr(self, flag)) is not bool:
                 raise ConfigurationError(f"tool {self.name!r}: {flag} must be True or False")
+        if self.output_trust not in OUTPUT_TRUST:
+            raise ConfigurationError(
+                f"tool {self.name!r}: output_trust must be 'trusted' or 'untrusted', not "
+                f"{self.output_trust!r}"
+            )
+        if self.origin is not None:
+            if (
+                not isinstance(self.origin, str)
+                or not self.origin
+                or len(self.origin) > 512
+                or not self.origin.isprintable()
+            ):
+                raise ConfigurationError(
+                    f"tool {self.name!r}: origin must be 1-512 printable characters naming "
+                    "who serves the tool, such as 'mcp:files:sha256:...'"
+                )
+            object.__setattr__(self, "_origin_part", ',"origin":' + encode_json_string(self.origin))
         if self.schema is not None:
             if not isinstance(self.schema, Mapping):
                 raise ConfigurationError(f"tool {self.name!r}: schema must be a mapping")
@@ -300,6 +343,20 @@ class ToolSpec:
                 ) from None
             object.__setattr__(self, "_validator", validator_class(self.schema))
             self._check_fields_in_schema()
+            object.__setattr__(self, "_path_lists", self._array_path_fields())
+
+    def _array_path_fields(self) -> frozenset[str]:
+        """The path fields the schema types as arrays: each holds a list of paths."""
+        properties = self.schema.get("properties") if self.schema is not None else None
+        if not isinstance(properties, Mapping):
+            return frozenset()
+        lists = set()
+        for name in self.path_fields:
+            kind = properties[name].get("type") if isinstance(properties[name], Mapping) else None
+            kinds = kind if isinstance(kind, list) else [kind]
+            if "array" in kinds:
+                lists.add(name)
+        return frozenset(lists)
 
     def _check_fields_in_schema(self) -> None:
         """Every declared field names a parameter, when the schema lists its parameters."""
@@ -334,6 +391,8 @@ class ToolSpec:
         schema: Mapping[str, Any] | None = None,
         literal_paths: bool = False,
         paths_as_written: bool = False,
+        output_trust: str = "untrusted",
+        origin: str | None = None,
     ) -> ToolSpec:
         """The one way every plugin's ``tool_spec(...)`` and the tools file declare a tool.
 
@@ -365,6 +424,8 @@ class ToolSpec:
             schema=schema,
             literal_paths=literal_paths,
             paths_as_written=paths_as_written,
+            output_trust=output_trust,
+            origin=origin,
         )
 
     @property
@@ -419,6 +480,14 @@ class ToolRegistry:
             )
         self._specs[spec.name] = spec
         return self
+
+    def output_trust(self, name: str) -> str:
+        """How far ``name``'s output is trusted: its declaration's ``output_trust``;
+        ``"untrusted"`` for a tool without one (or a registry that fails), to fail closed."""
+        try:
+            return self.get(name).output_trust
+        except Exception:
+            return UNTRUSTED
 
     def get(self, name: str) -> ToolSpec:
         """Return the spec registered under exactly ``name``.

@@ -21,7 +21,8 @@ The same facts a plugin's ``tool_spec(...)`` declares, one ``[[tool]]`` table pe
     properties.cwd = { type = "string" }
 
 Keys: ``name`` and ``side_effects`` are required; ``path_fields``, ``cwd_field``,
-``content_fields``, ``schema``, ``literal_paths`` and ``paths_as_written`` (booleans, see
+``content_fields``, ``schema``, ``output_trust`` (``"trusted"`` or ``"untrusted"``), ``origin``,
+``literal_paths`` and ``paths_as_written`` (booleans, see
 :class:`~jevqueue.policy.ToolSpec`) are optional. ``required_path_fields`` defaults to every
 path field and the ``cwd_field`` — a call that leaves one out is refused — and can be set
 to a shorter list (``[]`` makes them all optional). Any other key is a mistake, reported
@@ -32,7 +33,6 @@ otherwise leave a write tool's target unchecked.
 from __future__ import annotations
 
 import difflib
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,12 +40,7 @@ from typing import Any
 from jevqueue.errors import ConfigurationError, PolicyFileError, ToolsFileError
 from jevqueue.policy._registry import ToolSpec
 from jevqueue.policy_files._lines import TomlLineIndex
-from jevqueue.policy_files._loader import toml_syntax_error
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from jevqueue.policy_files._loader import read_toml
 
 __all__ = ["load_tools_file"]
 
@@ -59,6 +54,8 @@ _KEYS = (
     "schema",
     "literal_paths",
     "paths_as_written",
+    "output_trust",
+    "origin",
 )
 _LISTS = ("side_effects", "path_fields", "required_path_fields", "content_fields")
 
@@ -94,10 +91,7 @@ def load_tools_file(path: str | Path) -> tuple[ToolSpec, ...]:
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
         raise ToolsFileError(file, line, "the file is not UTF-8 text; save it as UTF-8") from None
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise toml_syntax_error(file, text, error, ToolsFileError) from None
+    document = read_toml(file, text, ToolsFileError)
     lines = TomlLineIndex(text)
     extra = sorted(key for key in document if key != "tool")
     if extra:
@@ -132,6 +126,12 @@ def _spec(file: str, lines: TomlLineIndex, index: int, table: Mapping[str, Any])
         where = ("tool", index) if key is None else ("tool", index, key)
         return ToolsFileError(file, lines.line_of(where), message)
 
+    if not isinstance(table, Mapping):
+        raise fail(
+            None,
+            f"tool #{index + 1} is {_kind(table)}, not a table: declare each tool in a "
+            "[[tool]] table",
+        )
     for key in table:
         if key not in _KEYS:
             near = difflib.get_close_matches(key, _KEYS, n=1)
@@ -156,9 +156,23 @@ def _spec(file: str, lines: TomlLineIndex, index: int, table: Mapping[str, Any])
             schema=table.get("schema"),
             literal_paths=table.get("literal_paths", False),
             paths_as_written=table.get("paths_as_written", False),
+            output_trust=table.get("output_trust", "untrusted"),
+            origin=table.get("origin"),
         )
     except ConfigurationError as error:
         message = str(error)
         if "unknown side effect" in message:
             raise fail("side_effects", message) from None  # the line of the typo
         raise fail(None, message) from None
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return f"a {type(value).__name__}"

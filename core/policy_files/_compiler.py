@@ -21,6 +21,7 @@ from jevqueue.policy._registry import (
 )
 from jevqueue.policy_files._glob import GlobError, compile_name_glob, compile_path_glob, is_glob
 from jevqueue.policy_files._lines import KeyPath, TomlLineIndex
+from jevqueue.policy_files._matches_anything import matches_any_value
 from jevqueue.policy_files._report import PolicyFileReport, PolicyFileWarning
 from jevqueue.policy_files._rule import (
     Effect,
@@ -68,6 +69,7 @@ _RULE_KEYS = (
     "environments",
     "arguments",
     "arguments_json",
+    "untrusted_arguments",
 )
 _CONDITION_KEYS = (
     "tools",
@@ -77,15 +79,13 @@ _CONDITION_KEYS = (
     "environments",
     "arguments",
     "arguments_json",
+    "untrusted_arguments",
 )
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\-]{0,127}")  # as the registry requires
 _SIDE_EFFECT = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 _RULE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}")
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)[+*{]")
 _DEFAULT_DENY_REASON = "the policy file allows only what its allow rules list"
-# Values of every shape an argument can take: a pattern that matches all of them (and "")
-# matches any value.
-_PROBES = ("x", "@", "a@b.example", "first\nsecond", " ", "\u00fc\u00df", "0" * 300, "$(x)|;")
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
@@ -328,6 +328,7 @@ class PolicyFileCompiler:
         arguments_json = None
         if "arguments_json" in raw:
             arguments_json = self._regex((*here, "arguments_json"), raw["arguments_json"], label)
+        untrusted = self._untrusted_arguments(index, raw, label, effect)
         if tools is not None:
             self._warn_unknown_tools(index, raw["tools"])
 
@@ -349,7 +350,24 @@ class PolicyFileCompiler:
             environments=environments,
             arguments=arguments,
             arguments_json=arguments_json,
+            untrusted_arguments=untrusted,
         )
+
+    def _untrusted_arguments(
+        self, index: int, raw: Mapping[str, Any], label: str, effect: Effect | None
+    ) -> frozenset[str] | None:
+        if "untrusted_arguments" not in raw:
+            return None
+        here: KeyPath = ("rule", index, "untrusted_arguments")
+        if effect == "allow":
+            self.error(
+                here,
+                f"{label}: 'untrusted_arguments' only makes a deny or require rule object "
+                "(an allow rule cannot let a call through because of where a value came from)",
+            )
+            return None
+        names = self._strings(here, raw["untrusted_arguments"], label)
+        return None if names is None else frozenset(names)
 
     def _label(self, index: int, raw: Mapping[str, Any]) -> str:
         rule_id = raw.get("id")
@@ -578,18 +596,27 @@ class PolicyFileCompiler:
                 f"{error.pos}; TOML literal strings ('...') keep backslashes as written",
             )
             return None
+        except OverflowError:  # a repetition count such as a{4294967296}
+            self.error(
+                path,
+                f"{label}: bad regular expression for {what}: a repetition count is too "
+                "large; use a smaller count or '*'",
+            )
+            return None
+        except RecursionError:
+            self.error(
+                path,
+                f"{label}: bad regular expression for {what}: its groups nest too deeply to "
+                "compile; flatten the pattern",
+            )
+            return None
         if _NESTED_QUANTIFIER.search(value):
             self.warn(
                 path,
                 f"{label}: the pattern for {what} repeats a group that itself repeats "
                 "(like '(a+)+'); on a crafted argument it can take exponential time",
             )
-        if compiled.search("") is not None and all(
-            compiled.search(probe) is not None for probe in _PROBES
-        ):
-            # Matching "" alone proves nothing for an anchored pattern such as '^[^@]*$';
-            # one that also finds a match in each of these very different values would
-            # match anything.
+        if matches_any_value(compiled):
             self.warn(
                 path,
                 f"{label}: the pattern for {what} matches the empty string, so it matches "

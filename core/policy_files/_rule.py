@@ -28,6 +28,11 @@ match, so the extra texts can only narrow an allowlist. ``arguments_json`` works
 way over all arguments for rules that object; for ``allow`` rules it is searched in the
 canonical JSON alone.
 
+``untrusted_arguments`` (only in rules that object) matches when one of the named
+arguments — ``"*"`` for any — holds a value that came from an untrusted tool output and not
+from the user's request (:class:`~jevqueue.policy.Provenance`); the verdict then also says,
+without the value, which output it came from.
+
 A :class:`PolicyFileAllowlistRule` stands for a file's ``default = "deny"``: it denies
 whatever none of the file's ``allow`` rules matches.
 
@@ -41,6 +46,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from jevqueue.policy._provenance import Origin, Provenance
+from jevqueue.policy._untrusted_values import untrusted_reasons
 from jevqueue.policy._verdict import Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -207,6 +214,7 @@ class PolicyFileRule:
     environments: NameMatcher | None = None
     arguments: tuple[tuple[str, re.Pattern[str]], ...] = ()
     arguments_json: re.Pattern[str] | None = None
+    untrusted_arguments: frozenset[str] | None = None
     _path: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
     _checks: tuple[Callable[[Action], bool], ...] = field(
         default=(), init=False, repr=False, compare=False
@@ -243,6 +251,8 @@ class PolicyFileRule:
             checks.append(self._arguments_match)
         if self.arguments_json is not None:
             checks.append(self._arguments_json_match)
+        if self.untrusted_arguments is not None:
+            checks.append(self._untrusted_match)
         set_field(self, "_checks", tuple(checks))
         if not every and listed is not None:
             set_field(self, "opinion_side_effects", listed)
@@ -337,7 +347,25 @@ class PolicyFileRule:
         for check in self._checks:
             if not check(action):
                 return None
+        if self.untrusted_arguments is not None:
+            # Say where the values came from (never the values): the audit log keeps it.
+            extra = untrusted_reasons(self._untrusted(action))
+            if self.effect == "deny":
+                return Verdict.deny(self.reason, *extra, rule_ids=(self.rule_id,))
+            return Verdict.allow_with_obligations(
+                self.obligations, self.reason, *extra, rule_ids=(self.rule_id,)
+            )
         return verdict
+
+    def _untrusted(self, action: Action) -> tuple[Origin, ...]:
+        provenance: Provenance | None = getattr(action, "provenance", None)
+        if provenance is None or self.untrusted_arguments is None:
+            return ()
+        names = self.untrusted_arguments
+        return provenance.untrusted(None if "*" in names else names)
+
+    def _untrusted_match(self, action: Action) -> bool:
+        return bool(self._untrusted(action))
 
 
 @dataclass(frozen=True)

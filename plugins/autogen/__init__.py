@@ -43,6 +43,14 @@ provider raises :class:`~jevqueue.errors.ProviderDisobeyedError` with nothing ex
 (``on_disobey="message"`` turns it into a local reply instead). :func:`tool_spec` declares
 a tool of either world once.
 
+What the agent read — the user's words and every tool output — is recorded in the guard's
+transcript, so each call is judged with the provenance of its arguments:
+:class:`PolicyCapability` reads the executor's conversation (:mod:`.classic_transcript`),
+``GovernedChatCompletionClient(..., guard=workbench.guard)`` the messages of every model
+call (:mod:`.agentchat_transcript`), and ``governed_tool(..., guard=)`` shares one guard
+among an agent's tools. ``tool_spec(..., output_trust=...)`` declares whether a tool's
+output is trusted.
+
 What AutoGen cannot force, and what the plugin does about it
 ------------------------------------------------------------
 

@@ -20,12 +20,17 @@ participant) is refused with a ``ConfigurationError`` before any provider call: 
 runs handoffs itself, around its ``PolicyWorkbench``, so no policy would ever judge or
 audit them. Let a team pick the next speaker instead (``SelectorGroupChat``,
 ``RoundRobinGroupChat``); each participant's own ``PolicyWorkbench`` judges its calls.
+
+What the agent read: given ``guard=`` (the agent's ``PolicyWorkbench(...).guard``), every
+call — governed or passed through — first records the user's messages and the tool
+results it shows the model in the guard's transcript (:mod:`.agentchat_transcript`), so
+the workbench judges each later call with the provenance of its arguments.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from jevqueue.errors import ConfigurationError, ProviderDisobeyedError
@@ -33,6 +38,12 @@ from jevqueue.governor import Decision, Path
 from jevqueue.plugins.autogen._agentchat_framework import ChatCompletionClient, CreateResult
 from jevqueue.plugins.autogen.agentchat_host import AgentChatTurnHost, BufferedStream, LiveStream
 from jevqueue.plugins.autogen.agentchat_messages import local_text
+from jevqueue.plugins.autogen.agentchat_transcript import (
+    USER_SOURCES,
+    message_sources,
+    read_messages,
+)
+from jevqueue.policy import Guard
 
 __all__ = ["GovernedChatCompletionClient"]
 
@@ -55,10 +66,18 @@ class GovernedChatCompletionClient(ChatCompletionClient):
         interrupted: A callable returning True when the user cancelled; consulted after
             the decision, before any provider call (a cancelled ``CancellationToken``
             counts too).
+        guard: The guard that judges the agent's tool calls (``workbench.guard`` of its
+            ``PolicyWorkbench``): each call records in its transcript what the model is
+            shown, so a value the agent read in an untrusted output is labelled so when a
+            later call carries it. Without one nothing is recorded but the outputs the
+            workbench runs, and a value the user named is labelled by those alone.
+        user_sources: The message sources whose messages are the user's words
+            (default ``("user",)``, a run's ``task``; add a ``UserProxyAgent``'s name).
 
     Raises:
         ConfigurationError: ``inner`` is not a ``ChatCompletionClient``, ``governor`` has
-            no ``astep``, or ``on_disobey`` is unknown.
+            no ``astep``, ``on_disobey`` is unknown, ``guard`` is not a jevqueue ``Guard``
+            or ``user_sources`` is not a list of names.
     """
 
     def __init__(
@@ -68,7 +87,14 @@ class GovernedChatCompletionClient(ChatCompletionClient):
         *,
         on_disobey: Literal["raise", "message"] = "raise",
         interrupted: Callable[[], bool] | None = None,
+        guard: Guard | None = None,
+        user_sources: Iterable[str] = USER_SOURCES,
     ) -> None:
+        if guard is not None and not isinstance(guard, Guard):
+            raise ConfigurationError(
+                "guard must be the jevqueue Guard that judges the agent's tool calls "
+                f"(PolicyWorkbench(...).guard); got {type(guard).__name__}"
+            )
         if not isinstance(inner, ChatCompletionClient):
             raise ConfigurationError(
                 "GovernedChatCompletionClient wraps an AgentChat ChatCompletionClient (for "
@@ -92,6 +118,8 @@ class GovernedChatCompletionClient(ChatCompletionClient):
         self.governor = governor
         self.on_disobey = on_disobey
         self._interrupted = interrupted
+        self.guard = guard
+        self.user_sources = message_sources(user_sources)
         self._decisions: deque[Decision] = deque(maxlen=1000)
         self.last_result: CreateResult | None = None
 
@@ -121,6 +149,7 @@ class GovernedChatCompletionClient(ChatCompletionClient):
     ) -> CreateResult:
         """Govern one model call, then answer through the wrapped client (or locally)."""
         _refuse_handoffs(tools)
+        self._read(messages)
         call = _call(tool_choice, json_output, extra_create_args, cancellation_token)
         if not tools or tool_choice != "auto":
             self._decisions.append(Decision(path=Path.DELEGATE, reason=NOT_ROUTED_NOTE))
@@ -145,6 +174,7 @@ class GovernedChatCompletionClient(ChatCompletionClient):
     ) -> AsyncGenerator[str | CreateResult, None]:
         """The streaming form of :meth:`create`: chunks, then the final ``CreateResult``."""
         _refuse_handoffs(tools)
+        self._read(messages)
         call = _call(tool_choice, json_output, extra_create_args, cancellation_token)
         if not tools or tool_choice != "auto":
             self._decisions.append(Decision(path=Path.DELEGATE, reason=NOT_ROUTED_NOTE))
@@ -169,6 +199,11 @@ class GovernedChatCompletionClient(ChatCompletionClient):
             response = response.result
         self.last_result = response
         yield response
+
+    def _read(self, messages: Sequence[Any]) -> None:
+        """Record what the model is shown in the guard's transcript."""
+        if self.guard is not None:
+            read_messages(self.guard, messages, self.user_sources)
 
     async def _governed(self, host: AgentChatTurnHost) -> Any:
         try:

@@ -22,6 +22,11 @@ prose reply with no judgement; declare a shell tool instead (judged as ``shell_c
 and build the executor with ``code_execution_config=False``. A function registered after
 the capability was added is judged per call like any other (an undeclared one is refused).
 
+What the agent read: before it judges a batch, the reply function records the user's words
+and the tool responses of the conversation in the guard's transcript
+(:mod:`.classic_transcript`), so each call is judged with the provenance of its arguments;
+``guard.run`` records each output it runs.
+
 It does not rely on ``register_hook("safeguard_tool_inputs")``, which AutoGen does not run
 on the async path; the executor's ``safeguard_tool_inputs`` / ``safeguard_tool_outputs``
 hooks are applied here in both paths (a call a hook drops is refused).
@@ -36,6 +41,7 @@ from typing import Any
 
 from jevqueue.errors import ConfigurationError
 from jevqueue.plugins.autogen._classic_framework import Agent, AgentCapability, ConversableAgent
+from jevqueue.plugins.autogen.classic_transcript import read_conversation
 from jevqueue.policy import Approver, ExecutionContext, Guard, Judgement, ToolSpec, refusal_message
 from jevqueue.policy._approval_request import deprecated_approver
 
@@ -134,9 +140,12 @@ class PolicyCapability(AgentCapability):  # type: ignore[misc]
         self, recipient: Any, messages: Any = None, sender: Any = None, config: Any = None
     ) -> tuple[bool, Any]:
         """The reply function of sync chats."""
-        batch = _batch(recipient, messages, sender)
+        if messages is None:
+            messages = recipient._oai_messages[sender]
+        batch = _batch(messages)
         if batch is None:
             return False, None
+        read_conversation(self.guard, recipient, messages, sender)
         judged = [self._judge_sync(recipient, call) for call in batch.calls]
         results = [
             self._run_sync(recipient, call, j) for call, j in zip(batch.calls, judged, strict=True)
@@ -147,9 +156,12 @@ class PolicyCapability(AgentCapability):  # type: ignore[misc]
         self, recipient: Any, messages: Any = None, sender: Any = None, config: Any = None
     ) -> tuple[bool, Any]:
         """The reply function of async chats."""
-        batch = _batch(recipient, messages, sender)
+        if messages is None:
+            messages = recipient._oai_messages[sender]
+        batch = _batch(messages)
         if batch is None:
             return False, None
+        read_conversation(self.guard, recipient, messages, sender)
         judged = [await self._judge_async(recipient, call) for call in batch.calls]
         results = [
             await self._run_async(recipient, call, j)
@@ -180,10 +192,12 @@ class PolicyCapability(AgentCapability):  # type: ignore[misc]
         def execute(run: dict[str, Any]) -> Any:
             request = {"name": judged.tool, "arguments": json.dumps(run)}
             if asyncio.iscoroutinefunction(agent.function_map.get(judged.tool)):
-                return agent._run_async_in_thread(agent.a_execute_function(request, call.id))[1]
-            return agent.execute_function(request, call_id=call.id)[1]
+                done = agent._run_async_in_thread(agent.a_execute_function(request, call.id))
+            else:
+                done = agent.execute_function(request, call_id=call.id)
+            return done[1].get("content")  # what the model reads: what guard.run records
 
-        return _content(agent, self.guard.run(judged, execute))
+        return _content(agent, judged.tool, self.guard.run(judged, execute))
 
     async def _run_async(self, agent: Any, call: _Call, judged: Judgement | str) -> str:
         if isinstance(judged, str):  # refused before the guard (an input hook, bad JSON)
@@ -193,9 +207,9 @@ class PolicyCapability(AgentCapability):  # type: ignore[misc]
 
         async def execute(run: dict[str, Any]) -> Any:
             request = {"name": judged.tool, "arguments": json.dumps(run)}
-            return (await agent.a_execute_function(request, call_id=call.id))[1]
+            return (await agent.a_execute_function(request, call_id=call.id))[1].get("content")
 
-        return _content(agent, await self.guard.arun(judged, execute))
+        return _content(agent, judged.tool, await self.guard.arun(judged, execute))
 
 
 def refuse_code_execution(agent: Any) -> None:
@@ -262,9 +276,7 @@ class _Batch:
         }
 
 
-def _batch(agent: Any, messages: Any, sender: Any) -> _Batch | None:
-    if messages is None:
-        messages = agent._oai_messages[sender]
+def _batch(messages: Any) -> _Batch | None:
     if not messages:
         return None
     message = messages[-1]
@@ -284,8 +296,10 @@ def _batch(agent: Any, messages: Any, sender: Any) -> _Batch | None:
     return None
 
 
-def _content(agent: Any, result: dict[str, Any]) -> str:
-    processed = agent._process_tool_output(result)
+def _content(agent: Any, tool: str, content: Any) -> str:
+    """The content after the executor's ``safeguard_tool_outputs`` hooks, which read the
+    result in the shape ``execute_function`` returns it."""
+    processed = agent._process_tool_output({"name": tool, "role": "function", "content": content})
     if processed is None:
         return "[the tool's output was withheld by a safeguard_tool_outputs hook]"
     content = processed.get("content", "")

@@ -18,6 +18,14 @@ and ``register_tool`` use it) refuses an executor that also runs code blocks
 (``code_execution_config``, a ``UserProxyAgent``'s default), which no policy would judge.
 Prefer :class:`~.classic_policy.PolicyCapability` where you own the executor: it judges a
 whole batch before any call of it runs.
+
+What the agent read: a tool body sees its arguments, never the chat. ``guard.run``
+records each output in the guard's transcript, so give an agent's governed tools one
+:class:`~jevqueue.policy.Guard` (``guard=``) and what one tool returned labels the
+arguments of another's calls. Record what the user wrote yourself
+(``guard.record_user(message)`` before ``run()``); without it a value the user named that
+an output also shows is labelled as read in that output, and needs the approval an
+untrusted value needs.
 """
 
 from __future__ import annotations
@@ -39,13 +47,14 @@ __all__ = ["governed_tool"]
 def governed_tool(
     tool: Tool | Callable[..., Any],
     *,
-    pep: Any,
-    specs: Iterable[ToolSpec],
-    context: ExecutionContext | Mapping[str, Any],
+    pep: Any = None,
+    specs: Iterable[ToolSpec] | None = None,
+    context: ExecutionContext | Mapping[str, Any] | None = None,
     approver: Approver | None = None,
     approval: Approver | None = None,
     name: str | None = None,
     description: str | None = None,
+    guard: Guard | None = None,
 ) -> Tool:
     """Wrap a function or ``autogen.tools.Tool`` so each call is judged before it runs.
 
@@ -60,13 +69,17 @@ def governed_tool(
         approval: The former name of ``approver`` (deprecated).
         name: The tool's name, when wrapping a function (default: the function's name).
         description: Its description, when wrapping a function (default: its docstring).
+        guard: Instead of ``pep``, ``specs``, ``context`` and ``approver``: a
+            :class:`~jevqueue.policy.Guard` shared by the agent's governed tools, so what
+            one returned labels the arguments of another's calls (provenance).
 
     Returns:
         An ``autogen.tools.Tool`` with the same name, description and parameters.
 
     Raises:
-        ConfigurationError: ``tool`` is neither a function nor a tool, no spec names it, or
-            the approver is not callable or is given under two keywords.
+        ConfigurationError: ``tool`` is neither a function nor a tool, no spec names it,
+            the approver is not callable or is given under two keywords, or ``guard`` is
+            given with (or without) ``pep``, ``specs`` and ``context``.
     """
     if isinstance(tool, Tool):
         base = tool
@@ -76,13 +89,7 @@ def governed_tool(
         raise ConfigurationError(
             f"governed_tool wraps a function or an autogen.tools.Tool, not {type(tool).__name__}"
         )
-    guard = Guard(
-        pep,
-        specs=specs,
-        context=context,
-        approver=deprecated_approver(approver, "governed_tool", approval=approval),
-        owner="governed_tool",
-    )
+    guard = _guard(guard, pep, specs, context, approver, approval)
     guard.require_declared([base.name])
     inner = base.func
     passed_through = set(getattr(base, "_chat_context_param_names", ()))
@@ -134,6 +141,51 @@ def governed_tool(
     governed.guard = guard  # its judgements, for inspection
     governed.judge = guard  # the former name
     return governed
+
+
+def _guard(
+    guard: Guard | None,
+    pep: Any,
+    specs: Iterable[ToolSpec] | None,
+    context: ExecutionContext | Mapping[str, Any] | None,
+    approver: Approver | None,
+    approval: Approver | None,
+) -> Guard:
+    """The guard given, or one built from the PEP, the declarations and the context."""
+    given = [
+        keyword
+        for keyword, value in (
+            ("pep", pep),
+            ("specs", specs),
+            ("context", context),
+            ("approver", approver),
+            ("approval", approval),
+        )
+        if value is not None
+    ]
+    if guard is not None:
+        if not isinstance(guard, Guard):
+            raise ConfigurationError(
+                f"governed_tool(guard=...) takes a jevqueue Guard, not {type(guard).__name__}"
+            )
+        if given:
+            raise ConfigurationError(
+                f"governed_tool takes guard= or pep=, specs= and context=, not both: the "
+                f"guard already holds them (also given: {given})"
+            )
+        return guard
+    if pep is None or specs is None or context is None:
+        raise ConfigurationError(
+            "governed_tool needs pep=, specs= and context= (or guard=, a jevqueue Guard "
+            "shared by the agent's governed tools)"
+        )
+    return Guard(
+        pep,
+        specs=specs,
+        context=context,
+        approver=deprecated_approver(approver, "governed_tool", approval=approval),
+        owner="governed_tool",
+    )
 
 
 class _GovernedTool(Tool):  # type: ignore[misc]

@@ -64,6 +64,7 @@ def tool_spec(
     cwd_field: str | None = None,
     content_fields: Iterable[str] = (),
     with_schema: bool = True,
+    output_trust: str = "untrusted",
 ) -> ToolSpec:
     """The registry declaration of an AutoGen tool, under the name AutoGen dispatches it by.
 
@@ -80,13 +81,17 @@ def tool_spec(
         cwd_field: The argument naming a working directory, for shell-like tools.
         content_fields: Where the tool's payload lives (credential scanning reads these).
         with_schema: Also require the arguments to satisfy the tool's own JSON Schema.
+        output_trust: ``"untrusted"`` (the default: an e-mail, a web page, a file anyone
+            could have written) or ``"trusted"`` (a clock, your own database): a value the
+            agent read in an untrusted output is labelled so when a later call carries it.
 
     Returns:
         A :class:`~jevqueue.policy.ToolSpec` named after the tool's schema name.
 
     Raises:
-        ConfigurationError: ``tool`` is not an AutoGen tool, or a field is malformed or is
-            not one of the tool's parameters.
+        ConfigurationError: ``tool`` is not an AutoGen tool, a field is malformed or is
+            not one of the tool's parameters, or ``output_trust`` is neither
+            ``"trusted"`` nor ``"untrusted"``.
     """
     schema = _schema_of(tool)
     parameters = schema.get("parameters")
@@ -108,4 +113,5 @@ def tool_spec(
         cwd_field=cwd_field,
         content_fields=content_fields,
         schema=dict(parameters) if with_schema and isinstance(parameters, Mapping) else None,
+        output_trust=output_trust,
     )

@@ -24,6 +24,12 @@ Two pieces, usable together or apart:
   exactly the forced call raises :class:`CrewProviderDisobeyedError` before the executor
   dispatches anything.
 
+What the agent read — each crew task's words (the user's), every tool output, the id the
+model gave each call — is recorded in the guard's transcript by the governed LLM, the
+wrappers and the hooks (:mod:`.transcript`), so each call is judged with the provenance of
+its arguments and an approval request says where a value came from; ``tool_spec(...,
+output_trust=...)`` declares whether a tool's output is trusted.
+
 What CrewAI cannot force, and what the wrappers do about it:
 
 * **ReAct text mode cannot be forced at all.** When the LLM does not report native

@@ -17,6 +17,11 @@ default) it passes every call through untouched, warns once (``RuntimeWarning`` 
 says forcing was impossible; with ``react="raise"`` it refuses to run in that mode
 (:class:`~.stops.ForcingUnavailableError`). Either way the tool guard still judges every
 call before it runs.
+
+What the agent read: with ``guard=``, every call — governed or passed through — records in
+the guard's transcript the words of the crew task CrewAI runs (``from_task``) and each tool
+result of the conversation, and reads the ids of the calls the reply makes, so each later
+call is judged with the provenance of its arguments (:mod:`.transcript`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from jevqueue.plugins.crewai.stops import (
     CrewTurnInterruptedError,
     ForcingUnavailableError,
 )
+from jevqueue.plugins.crewai.tool_guard import ToolGuard
 from jevqueue.plugins.crewai.turn import TurnScope
 from pydantic import ConfigDict, Field, PrivateAttr
 
@@ -225,11 +231,12 @@ class GovernedLLM(BaseLLM):
         }
         with self._forwarded_overrides():
             self._refuse_ungoverned(from_agent)
+            self._read(messages, from_task, from_agent)
             host = self._host(messages, tools, kwargs, asynchronous=False)
             if host is None:
-                return self.inner.call(messages, tools=tools, **kwargs)
+                return self._expect(self.inner.call(messages, tools=tools, **kwargs))
             try:
-                return self.governor.step(host)
+                return self._expect(self.governor.step(host))
             except ProviderDisobeyedError as exc:
                 if self.on_disobey == "message":
                     return _disobeyed_text(exc)
@@ -261,11 +268,12 @@ class GovernedLLM(BaseLLM):
         }
         with self._forwarded_overrides():
             self._refuse_ungoverned(from_agent)
+            self._read(messages, from_task, from_agent)
             host = self._host(messages, tools, kwargs, asynchronous=True)
             if host is None:
-                return await self.inner.acall(messages, tools=tools, **kwargs)
+                return self._expect(await self.inner.acall(messages, tools=tools, **kwargs))
             try:
-                return await self.governor.astep(host)
+                return self._expect(await self.governor.astep(host))
             except ProviderDisobeyedError as exc:
                 if self.on_disobey == "message":
                     return _disobeyed_text(exc)
@@ -276,6 +284,21 @@ class GovernedLLM(BaseLLM):
                 raise CrewTurnInterruptedError(str(exc)) from exc
             finally:
                 self._record_governor()
+
+    def _read(self, messages: Any, task: Any, agent: Any) -> None:
+        """Record what the agent is shown this turn in the guard's transcript: the crew
+        task's words and the tool results of the conversation (:mod:`.transcript`)."""
+        guard = self.guard
+        if not isinstance(guard, ToolGuard):
+            return
+        guard.record_task(task, getattr(agent, "crew", None))
+        guard.record_results(messages)
+
+    def _expect(self, response: Any) -> Any:
+        """Read the ids of the calls ``response`` makes, for the guard to claim."""
+        if isinstance(self.guard, ToolGuard):
+            self.guard.expect_calls(response)
+        return response
 
     def _refuse_ungoverned(self, agent: Any) -> None:
         """Refuse, before the agent's first provider call, a route around the guard.

@@ -13,12 +13,19 @@ denial as the tool's result and the crew continues, and CrewAI records the call 
 ``TaskOutput.tool_failures``. Under an agent ``tool_failure_policy="raise"`` CrewAI stops
 the crew instead, which is also closed. Results of governed tools are never cached: a
 cached result would skip the guard and the audit on a repeated call.
+
+CrewAI calls ``run`` with the arguments exactly as the model wrote them; there the wrapper
+claims the id the model gave the call (:meth:`ToolGuard.claim_call_id`), so the guard
+judges and records the call under it (:mod:`.transcript`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from crewai.tools import BaseTool
@@ -30,6 +37,11 @@ from jevqueue.policy import Judgement
 from pydantic import ConfigDict, Field
 
 __all__ = ["GovernedTool"]
+
+
+# The id of the call being run, claimed in run()/arun() (the arguments as the model wrote
+# them) for the _run()/_arun() they call after CrewAI validated those arguments.
+_CALL_ID: ContextVar[str | None] = ContextVar("jevqueue_crewai_call_id", default=None)
 
 
 def _never_cache(_arguments: Any = None, _result: Any = None) -> bool:
@@ -115,16 +127,37 @@ class GovernedTool(BaseTool):
         named.update(kwargs)
         return named
 
+    @contextmanager
+    def _claimed(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
+        call_id = None if args else self.guard.claim_call_id(self.sanitized_name, kwargs)
+        token = _CALL_ID.set(call_id)
+        try:
+            yield
+        finally:
+            _CALL_ID.reset(token)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """CrewAI's entry point: claim the call's id, then run as ``BaseTool.run`` does."""
+        with self._claimed(args, kwargs):
+            return super().run(*args, **kwargs)
+
+    async def arun(self, *args: Any, **kwargs: Any) -> Any:
+        """The asynchronous form of :meth:`run`."""
+        with self._claimed(args, kwargs):
+            return await super().arun(*args, **kwargs)
+
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         """Judge the call; run the wrapped tool with the judged arguments when allowed."""
-        judgement = self.guard.check(self.sanitized_name, self._named(args, kwargs))
+        judgement = self.guard.check(self.sanitized_name, self._named(args, kwargs), _CALL_ID.get())
         if not judgement.allowed:
             return self._refused(judgement)
         return self.guard.run(judgement, lambda arguments: self.inner.run(**arguments))
 
     async def _arun(self, *args: Any, **kwargs: Any) -> Any:
         """The asynchronous form of :meth:`_run` (an ``async`` approver is awaited)."""
-        judgement = await self.guard.acheck(self.sanitized_name, self._named(args, kwargs))
+        judgement = await self.guard.acheck(
+            self.sanitized_name, self._named(args, kwargs), _CALL_ID.get()
+        )
         if not judgement.allowed:
             return self._refused(judgement)
         if _has_async_body(self.inner):

@@ -14,6 +14,10 @@ enforcement forms write its :class:`~jevqueue.policy.Judgement` back in CrewAI's
 the wrappers (:class:`~jevqueue.plugins.crewai.GovernedTool`) return a ``ToolFailure``,
 the hooks (:class:`~jevqueue.plugins.crewai.GovernedToolHooks`) block the call and replace
 CrewAI's generic text with the guard's message.
+
+What the agent read — the crew task's words, each tool output, the id the model gave each
+call — is recorded in the guard's transcript as :mod:`.transcript` describes, so each call
+is judged with the provenance of its arguments.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from crewai.utilities.string_utils import sanitize_tool_name
+from jevqueue.plugins.crewai.transcript import CallIds, task_words, tool_results
 from jevqueue.plugins.crewai.turn import ToolNotOfferedError, TurnScope
 from jevqueue.policy import (
     ExecutionContext,
@@ -29,6 +34,7 @@ from jevqueue.policy import (
     Judgement,
     ToolRegistry,
     ToolSpec,
+    Transcript,
     registry_from_specs,
 )
 from jevqueue.policy._approval_request import Approver, deprecated_approver
@@ -101,6 +107,7 @@ class ToolGuard(Guard):
         )
         self.turn = turn if turn is not None else TurnScope()
         self.hooks_installed = False  # set by GovernedToolHooks: every tool call is judged
+        self.call_ids = CallIds()
 
     def judge(
         self,
@@ -110,6 +117,7 @@ class ToolGuard(Guard):
         *,
         records: Sequence[Any] = (),
         context: ExecutionContext | Mapping[str, Any] | None = None,
+        transcript: Transcript | None = None,
     ) -> Judgement:
         """The guard's judgement, after refusing a tool the current turn did not offer.
 
@@ -119,13 +127,44 @@ class ToolGuard(Guard):
             name = sanitize_tool_name(str(tool))
             refusal = self.turn.refusal(name)
         except Exception:  # the guard refuses what cannot even be named
-            return super().judge(tool, arguments, call_id, records=records, context=context)
+            name, refusal = tool, None
         if refusal is None:
-            return super().judge(name, arguments, call_id, records=records, context=context)
+            return super().judge(
+                name, arguments, call_id, records=records, context=context, transcript=transcript
+            )
         # Governor-side, so not the policy's to decide; audited as refused before evaluation.
         return self.refuse(
             name, ToolNotOfferedError(refusal), call_id, why=refusal, context=context
         )
+
+    # --- what the agent read -----------------------------------------------------------
+
+    def record_task(self, task: Any, crew: Any) -> None:
+        """Record ``task``'s description and expected output as the user's words, when it
+        is one of ``crew``'s own tasks (a delegated task is the delegating model's text).
+        The governed LLM and the hooks call this for the task CrewAI runs."""
+        for text in task_words(task, crew):
+            self.record_user(text)
+
+    def record_results(self, messages: Any) -> None:
+        """Record each tool result of CrewAI's conversation ``messages`` under its call id
+        (one this guard ran is already recorded, and kept once; one it refused holds the
+        guard's own denial, not an output). The governed LLM calls this on every turn."""
+        allowed = {j.call_id: j.allowed for j in list(self.judgements) if j.call_id}
+        for tool, content, call_id in tool_results(messages):
+            if allowed.get(call_id, True):
+                self.record_output(tool, content, call_id)
+
+    def expect_calls(self, response: Any) -> None:
+        """Read the ids of the calls a model reply makes, for :meth:`claim_call_id` (the
+        governed LLM calls this with every reply)."""
+        self.call_ids.expect(response)
+
+    def claim_call_id(self, tool: str, arguments: Any) -> str | None:
+        """The id the model gave the call of ``tool`` with ``arguments`` in a recent reply
+        (:class:`~.transcript.CallIds`), or ``None``: CrewAI hands a tool its arguments,
+        not the call's id."""
+        return self.call_ids.claim(tool, arguments)
 
     # --- the two enforcement forms ---------------------------------------------------
 

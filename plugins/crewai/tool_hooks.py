@@ -9,6 +9,10 @@ CrewAI swallows any exception a hook raises except ``HookAborted`` and then runs
 (fail-open). The before-hook therefore never lets an exception out: everything inside it is
 wrapped, and any failure blocks the call.
 
+What the agent read: the before-hook records the crew task's words (the hook is handed the
+task CrewAI runs) and claims the id the model gave the call; the after-hook records the
+output of each call it allowed, as the agent reads it (:mod:`.transcript`).
+
 Caveats, stated plainly:
 
 * Hooks are process-wide (``install``) or scoped to the current context
@@ -37,6 +41,7 @@ from crewai.hooks import (
 )
 from crewai.hooks.dispatch import InterceptionPoint, register_scoped, scoped_hooks
 from jevqueue.plugins.crewai.tool_guard import ToolGuard
+from jevqueue.policy import Judgement
 
 __all__ = ["GovernedToolHooks"]
 
@@ -59,18 +64,25 @@ class GovernedToolHooks:
         # id(tool_input) -> (tool_input, denial). CrewAI hands the before- and the
         # after-hook the same tool_input object; holding it keeps its id from being reused.
         self._denials: dict[int, tuple[Any, str]] = {}
+        # id(tool_input) -> (tool_input, judgement) of an allowed call, for its output.
+        self._allowed: dict[int, tuple[Any, Judgement]] = {}
         self._installed = False
 
     def before(self, context: Any) -> bool | None:
         """``before_tool_call``: ``False`` (block) unless the guard allows the call."""
         try:
-            judgement = self.guard.check(context.tool_name, context.tool_input)
+            self.guard.record_task(getattr(context, "task", None), getattr(context, "crew", None))
+            # No call id reaches a hook: claim the one the model gave these arguments.
+            call_id = self.guard.claim_call_id(context.tool_name, context.tool_input)
+            judgement = self.guard.check(context.tool_name, context.tool_input, call_id)
             if judgement.allowed and isinstance(context.tool_input, dict):
                 # CrewAI runs the tool with this very dict: make it the judged arguments,
-                # paths resolved as judged. (No call id reaches a hook, and CrewAI runs
-                # the tool itself, so guard.run cannot wrap it here.)
+                # paths resolved as judged. (CrewAI runs the tool itself, so guard.run
+                # cannot wrap it here; the after-hook records what it returned.)
                 context.tool_input.clear()
                 context.tool_input.update(judgement.run_arguments())
+                with self._lock:
+                    self._allowed[id(context.tool_input)] = (context.tool_input, judgement)
                 return None
             message = judgement.message or (
                 f"jevqueue denied the call to {judgement.tool!r}: its arguments cannot be "
@@ -89,12 +101,23 @@ class GovernedToolHooks:
         return False
 
     def after(self, context: Any) -> str | None:
-        """``after_tool_call``: the denial text for a blocked call, else ``None`` (unchanged)."""
+        """``after_tool_call``: the denial text for a blocked call; for an allowed one,
+        ``None`` (unchanged) once its output is recorded as read."""
+        tool_input = getattr(context, "tool_input", None)
         with self._lock:
-            entry = self._denials.pop(id(getattr(context, "tool_input", None)), None)
-        if entry is None or entry[0] is not getattr(context, "tool_input", None):
+            entry = self._denials.pop(id(tool_input), None)
+            ran = self._allowed.pop(id(tool_input), None)
+        if ran is not None and ran[0] is tool_input:
+            self._record(ran[1], context)
+        if entry is None or entry[0] is not tool_input:
             return None
         return entry[1]
+
+    def _record(self, judgement: Judgement, context: Any) -> None:
+        """The agent reads what CrewAI ran (or served from its cache): record it."""
+        raw = getattr(context, "raw_tool_result", None)
+        output = raw if raw is not None else getattr(context, "tool_result", None)
+        self.guard.record_output(judgement.tool, output, judgement.call_id)
 
     # --- registration ---------------------------------------------------------------
 

@@ -22,6 +22,7 @@ def tool_spec(
     cwd_field: str | None = None,
     content_fields: Iterable[str] = (),
     with_schema: bool = True,
+    output_trust: str = "untrusted",
 ) -> ToolSpec:
     """The registry declaration of a CrewAI tool, under the name CrewAI dispatches it by.
 
@@ -34,12 +35,16 @@ def tool_spec(
         cwd_field: The argument naming a working directory, for shell-like tools.
         content_fields: Where the tool's payload lives (credential scanning reads these).
         with_schema: Also require the arguments to satisfy the tool's own argument schema.
+        output_trust: ``"untrusted"`` (the default: an e-mail, a web page, a file anyone
+            could have written) or ``"trusted"`` (a clock, your own database): a value the
+            agent read in an untrusted output is labelled so when a later call carries it.
 
     Returns:
         A :class:`~jevqueue.policy.ToolSpec` named ``sanitize_tool_name(tool.name)``.
 
     Raises:
-        ConfigurationError: ``tool`` is not a CrewAI tool, or a field is malformed.
+        ConfigurationError: ``tool`` is not a CrewAI tool, a field is malformed, or
+            ``output_trust`` is neither ``"trusted"`` nor ``"untrusted"``.
     """
     if not isinstance(tool, BaseTool):
         raise ConfigurationError(
@@ -56,4 +61,5 @@ def tool_spec(
         cwd_field=cwd_field,
         content_fields=content_fields,
         schema=schema,
+        output_trust=output_trust,
     )

@@ -1,6 +1,6 @@
 """Govern Hermes Agent: the governor on every model call, the PEP before every tool call.
 
-Three callbacks on Hermes' own extension points, installed together by
+Four callbacks on Hermes' own extension points, installed together by
 :class:`HermesGovernance` (or registered from a Hermes plugin's ``register(ctx)``):
 
 * **Turn governance** — :class:`GovernorMiddleware`, an ``llm_execution`` middleware,
@@ -17,7 +17,10 @@ Three callbacks on Hermes' own extension points, installed together by
   fail closed; the approver, ``approver=``, is asked inline and shown the core
   :class:`~jevqueue.policy.ApprovalRequest`; a refusal is the tool result the model reads),
   and its ``tool_execution`` middleware runs only the calls the hook allowed, with the
-  judged arguments (paths resolved as the policy judged them), each at most once.
+  judged arguments (paths resolved as the policy judged them), each at most once. Its
+  ``pre_api_request`` hook keeps the conversation each model call is sent, so every call
+  the reply makes is judged with what the model had read: which argument came from the
+  user's words and which from an untrusted tool output (the approver is shown which).
 
 Routes around the guard, refused when :class:`HermesGovernance` is built: an undeclared
 tool, ``execute_code`` (code execution), ``delegate_task`` (subagents) and MCP tools unless

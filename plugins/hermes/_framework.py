@@ -9,6 +9,7 @@ own (see ``docs/plugins/hermes.md``).
 from __future__ import annotations
 
 try:
+    from agent.context_compressor import ContextCompressor
     from agent.transports import get_transport
     from hermes_cli.plugins import PluginManager, get_plugin_manager
     from model_tools import coerce_tool_args
@@ -22,6 +23,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = [
     "AIAgent",
+    "ContextCompressor",
     "PluginManager",
     "coerce_tool_args",
     "get_plugin_manager",

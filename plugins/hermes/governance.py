@@ -9,7 +9,7 @@
 Hermes keeps hooks and middleware in one process-wide plugin manager; a Hermes plugin
 adds to it through ``ctx.register_hook`` / ``ctx.register_middleware`` in its
 ``register(ctx)``. :meth:`HermesGovernance.register` does exactly that, for use inside
-such a plugin. :meth:`HermesGovernance.install` adds the same three callbacks to the
+such a plugin. :meth:`HermesGovernance.install` adds the same four callbacks to the
 running process's plugin manager directly (and :meth:`uninstall` removes them), for an
 application that builds its agent in code.
 
@@ -143,6 +143,7 @@ class HermesGovernance:
         if self.middleware is not None:
             callbacks.append(("middleware", "llm_execution", self.middleware))
         if self.guard is not None:
+            callbacks.append(("hook", "pre_api_request", self.guard.pre_api_request))
             callbacks.append(("hook", "pre_tool_call", self.guard.pre_tool_call))
             callbacks.append(("middleware", "tool_execution", self.guard.tool_execution))
         return callbacks

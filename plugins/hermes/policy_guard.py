@@ -19,6 +19,15 @@ work as a pair:
   the hook never judged (``skip_pre_tool_call_hook``), changed since, or already run is
   refused, and the refusal audited.
 
+A third callback tells the guard what the agent read: :meth:`PolicyGuard.pre_api_request`,
+Hermes' ``pre_api_request`` hook, keeps the conversation each model call is sent, under
+that call's ``api_request_id``; the ``pre_tool_call`` of every tool call its reply makes
+carries the same id, and the call is judged with the transcript of those messages (see
+:mod:`~jevqueue.plugins.hermes.request_transcript`): the user's words and the tool outputs
+the model had read, so the policy knows which argument came from where and an approval
+request says so. A call whose model request the hook never saw (a tool dispatched outside
+the agent loop) is judged with what the guard itself ran.
+
 Hermes swallows exceptions raised by hooks and middleware and then runs the tool anyway
 (fail-open), so neither callback raises: any failure inside a check is a block whose
 message names it — an approver's own error included. Hermes' own human-approval gate
@@ -31,11 +40,13 @@ from __future__ import annotations
 import contextvars
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from jevqueue.errors import InvalidToolArgumentsError
 from jevqueue.plugins.hermes._framework import coerce_tool_args
+from jevqueue.plugins.hermes.request_transcript import request_transcript
 from jevqueue.policy import (
     ApprovalRequest,
     Approver,
@@ -43,6 +54,7 @@ from jevqueue.policy import (
     Guard,
     Judgement,
     ToolSpec,
+    Transcript,
 )
 from jevqueue.policy._approval_request import deprecated_approver
 
@@ -60,6 +72,7 @@ GuardOutcome = Judgement
 _RUNNING: contextvars.ContextVar[tuple[tuple[str, str, str], Judgement] | None] = (
     contextvars.ContextVar("jevqueue_hermes_running", default=None)
 )
+_REQUESTS_KEPT = 64  # model requests whose conversation is kept for the calls they make
 
 
 class PolicyGuard:
@@ -105,6 +118,8 @@ class PolicyGuard:
         )
         self.session_id = session_id
         self._judged: dict[tuple[str, str, str], tuple[str, dict[str, Any], Judgement]] = {}
+        # What each recent model request was sent (its messages, then their transcript).
+        self._read: OrderedDict[tuple[str, str], Sequence[Any] | Transcript] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -135,6 +150,48 @@ class PolicyGuard:
     def _mine(self, session_id: str) -> bool:
         return self.session_id is None or session_id == self.session_id
 
+    # --- what the agent read ---------------------------------------------------------
+
+    def pre_api_request(
+        self,
+        *,
+        session_id: str = "",
+        api_request_id: str = "",
+        conversation_history: Any = None,
+        request_messages: Any = None,
+        **_: Any,
+    ) -> None:
+        """The ``pre_api_request`` hook: keep the conversation this model call is sent,
+        for the calls its reply makes (Hermes' own messages, in chat form in every API
+        mode; the request's messages when it gives none)."""
+        if not self._mine(session_id) or not api_request_id:
+            return
+        messages = conversation_history if isinstance(conversation_history, list) else None
+        if messages is None and isinstance(request_messages, list):
+            messages = request_messages
+        if messages is None:
+            return
+        key = (str(session_id or ""), str(api_request_id))
+        with self._lock:
+            self._read[key] = list(messages)
+            self._read.move_to_end(key)
+            while len(self._read) > _REQUESTS_KEPT:
+                self._read.popitem(last=False)
+
+    def _transcript(self, session_id: str, api_request_id: str) -> Transcript | None:
+        """What the model had read when it made a call of request ``api_request_id``;
+        ``None`` when the hook never saw that request."""
+        key = (str(session_id or ""), str(api_request_id or ""))
+        with self._lock:
+            read = self._read.get(key)
+        if read is None or isinstance(read, Transcript):
+            return read
+        transcript = request_transcript(self.guard, read)
+        with self._lock:
+            if key in self._read:
+                self._read[key] = transcript
+        return transcript
+
     # --- the hook -------------------------------------------------------------------
 
     def pre_tool_call(
@@ -157,7 +214,8 @@ class PolicyGuard:
             # Judge what the tool would get: Hermes coerces "5" to 5 by the tool's schema, on
             # some paths only after this hook.
             judged = coerce_tool_args(name, json.loads(json.dumps(given))) if given else given
-            judgement = self.guard.check(name, judged, _call_id(key))
+            transcript = self._transcript(session_id, api_request_id)
+            judgement = self.guard.check(name, judged, _call_id(key), transcript=transcript)
             if not judgement.allowed:
                 return {"action": "block", "message": judgement.message}
             with self._lock:

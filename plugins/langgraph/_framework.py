@@ -15,6 +15,7 @@ try:
         HumanMessage,
         SystemMessage,
         ToolMessage,
+        convert_to_messages,
         convert_to_openai_messages,
     )
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -56,6 +57,7 @@ __all__ = [
     "ToolCallRequest",
     "ToolMessage",
     "ToolNode",
+    "convert_to_messages",
     "convert_to_openai_messages",
     "convert_to_openai_tool",
     "interrupt",

@@ -4,9 +4,13 @@ The interrupt payload (``kind == "jevqueue.approval_request"``) lists every call
 needs an explicit approval, each built from the core
 :class:`~jevqueue.policy.ApprovalRequest` the guard made for it
 (:meth:`~jevqueue.policy.ApprovalRequest.to_dict`: tool, arguments as judged,
-``action_digest``, reasons, context, ``call_id``) plus the call's ``tool_call_id`` and its
-canonical action (``canonical_action``: the RFC 8785 text whose SHA-256 is
-``action_digest``), so the approver sees exactly what an approval will authorise.
+``action_digest``, reasons, context, ``call_id``, and ``provenance``: where each value came
+from, each with the sentence a reviewer reads in ``says``) plus the call's ``tool_call_id``
+and its canonical action (``canonical_action``: the RFC 8785 text whose SHA-256 is
+``action_digest``), so the approver sees exactly what an approval will authorise. The
+payload's ``message`` repeats, per call, each value that did not come from the user's
+request and the output it came from ("to came from the 'body' field of item 1 of
+read_inbox's output (call c1), not from your request").
 
 The graph resumes with ``Command(resume=answer)``, where ``answer`` is one of:
 
@@ -40,7 +44,12 @@ APPROVAL_REQUEST_KIND = "jevqueue.approval_request"
 def approval_request(requests: Sequence[ApprovalRequest]) -> dict[str, Any]:
     """The ``interrupt()`` payload for the core ``requests``: JSON-ready, checkpoint-safe."""
     actions = []
+    origins = []
     for request in requests:
+        provenance = request.provenance
+        said = provenance.describe() if provenance is not None else ""
+        if said:
+            origins.append(f"{request.tool} ({request.call_id}): " + "; ".join(said.splitlines()))
         action, verdict = request.action, request.verdict
         actions.append(
             {
@@ -61,6 +70,7 @@ def approval_request(requests: Sequence[ApprovalRequest]) -> dict[str, Any]:
             "explicit approval. Approve one by issuing an ApprovalRecord for its "
             "action_digest; resume with Command(resume=record), a list of records, "
             "{tool_call_id: record}, or False to decline."
+            + "".join(f"\nWhere the values came from: {line}" for line in origins)
         ),
         "actions": actions,
     }

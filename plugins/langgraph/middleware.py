@@ -21,6 +21,11 @@ that call. With several calls waiting at once, resume with
 ``Command(resume={interrupt_id: answer, ...})``. With ``approver=`` the approver is asked
 inline instead of pausing.
 
+What the agent read is the agent state's messages (``request.state``): each call is judged
+with the transcript of the messages before the model's message that proposed it, as
+:func:`~jevqueue.plugins.langgraph.policy_tool_node` judges it (see
+:mod:`~jevqueue.plugins.langgraph.transcript`).
+
 Routes around the guard, refused before the first model call (``create_agent`` offers a
 middleware no look at the agent when it is built): a tool the agent offers without a
 declaration, and a provider-executed (dict) tool. ``PolicyMiddleware`` judges the request

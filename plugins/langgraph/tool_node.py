@@ -6,7 +6,13 @@ A :class:`PolicyToolNode` wraps a LangGraph ``ToolNode`` whose ``wrap_tool_call`
 1. reads the newest ``AIMessage``'s tool calls that have no ``ToolMessage`` answer yet
    into ``(tool, arguments, tool_call_id)``;
 2. has the guard judge each one (``Guard.judge``; with an inline ``approver=``,
-   ``Guard.check``, which asks it): allowed, refused, or pending an approval;
+   ``Guard.check``, which asks it): allowed, refused, or pending an approval. What the
+   agent read is the state's messages: each call is judged with the
+   :class:`~jevqueue.policy.Transcript` of the messages before the ``AIMessage`` that
+   proposed it (what the user wrote, each tool output with its tool and call id; see
+   :mod:`~jevqueue.plugins.langgraph.transcript`), so where each argument came from is
+   labelled from the checkpointed state — the same in a resumed run as in the run that
+   paused, in any process;
 3. when calls are pending, pauses the graph **once**, with ``interrupt()``, whose payload
    is built from the core :class:`~jevqueue.policy.ApprovalRequest` of each pending call
    (see :mod:`~jevqueue.plugins.langgraph.approval_request`) — *before* any call of the
@@ -50,6 +56,7 @@ from jevqueue.plugins.langgraph._framework import (
     interrupt,
 )
 from jevqueue.plugins.langgraph.approval_request import approval_request, read_approval_answer
+from jevqueue.plugins.langgraph.transcript import state_messages, transcript_of
 from jevqueue.policy import (
     ApprovalRequest,
     Approver,
@@ -58,6 +65,7 @@ from jevqueue.policy import (
     Judgement,
     ToolRegistry,
     ToolSpec,
+    Transcript,
     registry_from_specs,
 )
 from jevqueue.policy._approval_request import check_approver
@@ -79,6 +87,7 @@ def tool_spec(
     cwd_field: str | None = None,
     content_fields: Sequence[str] = (),
     with_schema: bool = True,
+    output_trust: str = "untrusted",
 ) -> ToolSpec:
     """Declare a LangChain tool to the registry: its side effects and path fields, once.
 
@@ -91,6 +100,9 @@ def tool_spec(
         cwd_field: The argument naming a working directory, for shell-like tools.
         content_fields: Where the tool's payload lives (for credential scanning).
         with_schema: Also check arguments against the tool's own JSON Schema.
+        output_trust: ``"untrusted"`` (the default: e-mail, web pages, messages, files
+            others wrote) or ``"trusted"`` (the user's own or the system's data): how far
+            a value read in what the tool returns is trusted when it reaches another call.
 
     Returns:
         The :class:`~jevqueue.policy.ToolSpec`, named after the tool.
@@ -104,6 +116,7 @@ def tool_spec(
         cwd_field=cwd_field,
         content_fields=content_fields,
         schema=function.get("parameters") if with_schema else None,
+        output_trust=output_trust,
     )
 
 
@@ -239,8 +252,14 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
             self.guard = self._new_guard(self.context)
 
     def _new_guard(self, context: ExecutionContext) -> Guard:
+        # Every judgement reads the state's messages (transcript=): no copy of its own.
         return Guard(
-            self.pep, specs=self.registry, context=context, approver=self.approver, owner=self.owner
+            self.pep,
+            specs=self.registry,
+            context=context,
+            approver=self.approver,
+            owner=self.owner,
+            keep_transcripts=False,
         )
 
     # --- context ---------------------------------------------------------------------
@@ -307,18 +326,47 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
 
     # --- one call --------------------------------------------------------------------------
 
-    def _judge(self, call: Mapping[str, Any], context: ExecutionContext) -> Judgement:
+    def transcript(self, messages: Sequence[Any] | None, call_id: str | None) -> Transcript:
+        """What the agent had read when it proposed ``call_id``, from the state's messages
+        (see :mod:`~jevqueue.plugins.langgraph.transcript`); empty without messages."""
+        if messages is None:
+            return Transcript()
+        return transcript_of(messages, self.registry, call_id)
+
+    def _read(
+        self, state: Any, config: RunnableConfig | None, call_id: str | None
+    ) -> Transcript | Exception:
+        """:meth:`transcript` of the state's messages, or the error that makes every call
+        it was for refused."""
+        try:
+            return self.transcript(self._state_messages(state, config), call_id)
+        except Exception as error:  # fail closed: a call whose history cannot be read
+            return error
+
+    def _judge(
+        self, call: Mapping[str, Any], context: ExecutionContext, read: Transcript | Exception
+    ) -> Judgement:
         guard = self._guard_for(context)
         judge = guard.check if guard.approver is not None else guard.judge
-        return judge(call.get("name"), call.get("args"), _call_id(call), context=context)
+        call_id = _call_id(call)
+        if isinstance(read, Exception):
+            return guard.refuse(call.get("name"), read, call_id, context=context)
+        return judge(call.get("name"), call.get("args"), call_id, context=context, transcript=read)
 
-    async def _ajudge(self, call: Mapping[str, Any], context: ExecutionContext) -> Judgement:
+    async def _ajudge(
+        self, call: Mapping[str, Any], context: ExecutionContext, read: Transcript | Exception
+    ) -> Judgement:
         guard = self._guard_for(context)
+        call_id = _call_id(call)
+        if isinstance(read, Exception):
+            return guard.refuse(call.get("name"), read, call_id, context=context)
         if guard.approver is not None:
             return await guard.acheck(
-                call.get("name"), call.get("args"), _call_id(call), context=context
+                call.get("name"), call.get("args"), call_id, context=context, transcript=read
             )
-        return guard.judge(call.get("name"), call.get("args"), _call_id(call), context=context)
+        return guard.judge(
+            call.get("name"), call.get("args"), call_id, context=context, transcript=read
+        )
 
     def _pause(self, judgements: list[Judgement], context: ExecutionContext) -> list[Judgement]:
         """Pause once for every pending judgement; each judged again with its answer."""
@@ -347,12 +395,15 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
 
     def _judge_alone(self, request: ToolCallRequest) -> Judgement:
         context = self.context_for(request.runtime.config)
-        (judgement,) = self._pause([self._judge(request.tool_call, context)], context)
+        read = self._read(request.state, request.runtime.config, _call_id(request.tool_call))
+        (judgement,) = self._pause([self._judge(request.tool_call, context, read)], context)
         return judgement
 
     async def _ajudge_alone(self, request: ToolCallRequest) -> Judgement:
         context = self.context_for(request.runtime.config)
-        (judgement,) = self._pause([await self._ajudge(request.tool_call, context)], context)
+        read = self._read(request.state, request.runtime.config, _call_id(request.tool_call))
+        judged = await self._ajudge(request.tool_call, context, read)
+        (judgement,) = self._pause([judged], context)
         return judgement
 
     # --- the ToolNode interceptors -------------------------------------------------------
@@ -411,6 +462,17 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
                 return calls, rest
         return [], state
 
+    def _state_messages(self, input: Any, config: RunnableConfig | None) -> list[Any] | None:
+        """The messages of the graph state the node runs on. A bare list of tool calls (a
+        ``Send``) carries none: the state is read the way the ``ToolNode`` reads it."""
+        messages = state_messages(input, self.messages_key)
+        if messages is not None or not isinstance(input, list):
+            return messages
+        read_state = getattr(self.tool_node, "_extract_state", None)
+        if not callable(read_state):  # pragma: no cover - a LangGraph without it
+            return None
+        return state_messages(read_state(input, config or {}), self.messages_key)
+
     def _refused_batch(
         self, calls: list[dict[str, Any]], context: ExecutionContext
     ) -> list[ToolMessage] | None:
@@ -446,7 +508,9 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         refused = self._refused_batch(calls, context)
         if refused is not None:
             return {self.messages_key: refused}
-        judgements = self._pause([self._judge(call, context) for call in calls], context)
+        # Every call of the batch was proposed by one AIMessage: one transcript serves all.
+        read = self._read(input, config, _call_id(calls[0]))
+        judgements = self._pause([self._judge(call, context, read) for call in calls], context)
         token = _PLANS.set(self._plans(calls, judgements))
         try:
             return self.tool_node.invoke(tool_input, config)
@@ -462,7 +526,9 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         refused = self._refused_batch(calls, context)
         if refused is not None:
             return {self.messages_key: refused}
-        judgements = self._pause([await self._ajudge(call, context) for call in calls], context)
+        read = self._read(input, config, _call_id(calls[0]))
+        judged = [await self._ajudge(call, context, read) for call in calls]
+        judgements = self._pause(judged, context)
         token = _PLANS.set(self._plans(calls, judgements))
         try:
             return await self.tool_node.ainvoke(tool_input, config)

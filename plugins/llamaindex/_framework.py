@@ -7,6 +7,10 @@ the install line, not with a bare ``ModuleNotFoundError`` deep in a call.
 from __future__ import annotations
 
 try:
+    from llama_index.core.agent.react.types import (
+        ActionReasoningStep,
+        ObservationReasoningStep,
+    )
     from llama_index.core.agent.workflow import (
         AgentWorkflow,
         FunctionAgent,
@@ -46,6 +50,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 __all__ = [
+    "ActionReasoningStep",
     "AgentWorkflow",
     "AsyncBaseTool",
     "BaseTool",
@@ -61,6 +66,7 @@ __all__ = [
     "LLMMetadata",
     "MessageRole",
     "ObjectRetriever",
+    "ObservationReasoningStep",
     "ReActAgent",
     "TextBlock",
     "ToolCall",

@@ -20,9 +20,10 @@ process that paused, ``event.approval_request`` is the :class:`~jevqueue.policy.
 itself — what every plugin's approver is shown, so one approver serves the pause too
 (:meth:`ApprovalResponseEvent.answer`). It also shows ``canonical_action``, the RFC 8785
 text whose SHA-256 is ``action_digest``, so the approver sees exactly what the approval
-authorises. Both events hold JSON values only, so a paused run survives
-``handler.ctx.to_dict()`` and resumes with ``Context.from_dict(agent, data)`` in another
-process.
+authorises, and ``provenance``: where each argument came from (the user's request, or
+which tool output), which the digest covers too. Both events hold JSON values only, so a
+paused run survives ``handler.ctx.to_dict()`` and resumes with
+``Context.from_dict(agent, data)`` in another process.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ class ApprovalRequiredEvent(InputRequiredEvent):
         reasons: Why, in the policy's words.
         policy_revision: The policy revision that decided.
         call_id: The model's id of the call, when the agent knows it.
+        provenance: Where each argument came from (``request["provenance"]``): each
+            value's label — ``user``, ``untrusted``, ``trusted``, ``unseen`` — its sources,
+            and what a reviewer reads (``says``: "to came from the 'body' field of item 2
+            of read_inbox's output (call c1), not from your request"); ``None`` when
+            nothing the agent read is known. ``prefix`` shows the same lines.
         request: The core :class:`~jevqueue.policy.ApprovalRequest`, as ``to_dict()``.
     """
 
@@ -69,6 +75,7 @@ class ApprovalRequiredEvent(InputRequiredEvent):
     reasons: list[str] = Field(default_factory=list)
     policy_revision: str = ""
     call_id: str | None = None
+    provenance: list[dict[str, Any]] | None = None
     request: dict[str, Any] = Field(default_factory=dict)
     _approval_request: ApprovalRequest | None = PrivateAttr(default=None)
 
@@ -82,10 +89,13 @@ class ApprovalRequiredEvent(InputRequiredEvent):
         """The event that carries ``request`` in the workflow's stream."""
         action, verdict = request.action, request.verdict
         document = action.digest_document()
+        shown = request.to_dict()
+        origins = request.provenance.describe() if request.provenance is not None else ""
         event = cls(
             prefix=(
                 f"{request.tool} needs an explicit approval of action {request.action_digest}: "
                 "answer with ApprovalResponseEvent.approve(record) or .decline(digest)"
+                + (f"\nwhere the values came from:\n{origins}" if origins else "")
             ),
             tool_name=request.tool,
             arguments=dict(document["arguments"]),
@@ -98,7 +108,8 @@ class ApprovalRequiredEvent(InputRequiredEvent):
             reasons=list(request.reasons),
             policy_revision=verdict.policy_revision if verdict is not None else "",
             call_id=request.call_id,
-            request=request.to_dict(),
+            provenance=shown["provenance"],
+            request=shown,
         )
         event._approval_request = request
         return event

@@ -27,6 +27,10 @@ The ``call_tool`` step hands the guard the model's call id, so a call runs at mo
 even when LlamaIndex runs the step again (a context restored while the step was running).
 Inside an ``AgentWorkflow`` the workflow's own ``call_tool`` runs instead, which gives no
 call id: each call is still judged, but not de-duplicated.
+
+What the agent read — the user's messages, the tool results — is read from the agent's
+memory and its scratchpad (a ReAct agent's reasoning) in the workflow's store, so each
+call's provenance survives ``ctx.to_dict()`` (see :mod:`~.memory_transcript`).
 """
 
 from __future__ import annotations
@@ -222,6 +226,8 @@ class GovernedFunctionAgent(_GovernedTools, FunctionAgent):
         )
         tools, tool_retriever = self._govern(policy, tools, tool_retriever)
         super().__init__(llm=governed, tools=tools, tool_retriever=tool_retriever, **kwargs)
+        if policy is not None:
+            policy.history_keys = (self.scratchpad_key,)  # where this agent keeps its run
         self._tool_policy = policy
 
     @property
@@ -278,6 +284,8 @@ class GovernedReActAgent(_GovernedTools, ReActAgent):
         policy = _tool_policy("GovernedReActAgent", pep, specs, context, approver, approval_timeout)
         tools, tool_retriever = self._govern(policy, tools, tool_retriever)
         super().__init__(tools=tools, tool_retriever=tool_retriever, **kwargs)
+        if policy is not None:
+            policy.history_keys = (self.reasoning_key,)  # where this agent keeps its run
         self._tool_policy = policy
 
     @property

@@ -20,6 +20,12 @@ and an agent dispatches them by the same names. The policy half is one
    arguments (path fields as the resolved absolute paths the digest covers), at most once
    per call id.
 
+Each call is judged with what the agent had read when the model made it, read from the
+agent's own memory in the workflow's store (:mod:`~.memory_transcript`): the user's
+messages and the tool results before the call, each labelled in the call's
+:class:`~jevqueue.policy.Provenance`. A run restored from ``ctx.to_dict()`` reads the
+same memory, so the call is judged again with the same provenance and digest.
+
 The wait follows LlamaIndex's ``ctx.wait_for_event``: the step is paused and, when the
 answer arrives (in this process or another one that resumed from ``ctx.to_dict()``),
 replayed from the top. The first judgement leaves a marker in the workflow's store, so a
@@ -48,6 +54,7 @@ from jevqueue.plugins.llamaindex.approval_events import (
     ApprovalRequiredEvent,
     ApprovalResponseEvent,
 )
+from jevqueue.plugins.llamaindex.memory_transcript import HISTORY_KEYS, memory_transcript
 from jevqueue.plugins.llamaindex.tool_refused import ToolCallRefusedError
 from jevqueue.plugins.llamaindex.tool_spec import as_tool, check_context_annotation
 from jevqueue.policy import (
@@ -57,6 +64,7 @@ from jevqueue.policy import (
     Judgement,
     ToolRegistry,
     ToolSpec,
+    Transcript,
     canonical_json,
     refusal_message,
 )
@@ -86,11 +94,16 @@ class ToolPolicy:
     Args:
         guard: The guard (its ``approver``, when set, answers approvals inline).
         approval_timeout: Seconds a paused call waits for its answer (``None``: no limit).
+
+    Attributes:
+        history_keys: The workflow store keys where the agent keeps the run in progress
+            (a governed agent sets its own ``scratchpad_key`` or ``reasoning_key``).
     """
 
     def __init__(self, guard: Guard, approval_timeout: float | None = 2000.0) -> None:
         self.guard = guard
         self.approval_timeout = approval_timeout
+        self.history_keys: tuple[str, ...] = HISTORY_KEYS
         # Pending judgements of this process, so a decline is settled without judging again.
         self._pending: OrderedDict[str, Judgement] = OrderedDict()
 
@@ -144,13 +157,19 @@ class ToolPolicy:
         """
         call_id = current_call_id.get()
         if self.guard.approver is not None or ctx is None:
-            return await self.guard.acheck(tool, arguments, call_id)
+            transcript = await self._transcript(ctx, call_id)
+            if not isinstance(transcript, Transcript):
+                return self._unread(tool, call_id, transcript)
+            return await self.guard.acheck(tool, arguments, call_id, transcript=transcript)
         key = _waiter_key(tool, arguments, call_id)
         if key is None:  # not canonical JSON: the guard refuses it before evaluation
             return self.guard.judge(tool, arguments, call_id)
         marker = await ctx.store.get(key, default=None)
         if marker is None:
-            first = self.guard.judge(tool, arguments, call_id)
+            transcript = await self._transcript(ctx, call_id)
+            if not isinstance(transcript, Transcript):
+                return self._unread(tool, call_id, transcript)
+            first = self.guard.judge(tool, arguments, call_id, transcript=transcript)
             if not first.pending or first.request is None:
                 return first
             event = ApprovalRequiredEvent.of(first.request)
@@ -158,6 +177,8 @@ class ToolPolicy:
             self._remember(key, first)
             await ctx.store.set(key, marker)
         else:
+            # A replayed step waits first, as LlamaIndex restored it, and reads the memory
+            # after the answer: nothing may stand between the replay and its wait.
             event = ApprovalRequiredEvent(**marker["event"])
         try:
             answer = await self._wait(ctx, key, marker, event)
@@ -168,7 +189,26 @@ class ToolPolicy:
             await ctx.store.set(key, None)
             raise
         await ctx.store.set(key, None)
-        return self._answered(key, tool, arguments, call_id, answer)
+        transcript = await self._transcript(ctx, call_id)
+        if not isinstance(transcript, Transcript):
+            return self._unread(tool, call_id, transcript)
+        return self._answered(key, tool, arguments, call_id, answer, transcript)
+
+    async def _transcript(self, ctx: Any, call_id: str | None) -> Transcript | Exception:
+        """What the agent had read when it made the call, or why it could not be read."""
+        try:
+            return await memory_transcript(ctx, self.guard, call_id, self.history_keys)
+        except Exception as error:  # fail closed: a call whose origins are unknown does not run
+            return error
+
+    def _unread(self, tool: str, call_id: str | None, error: Exception) -> Judgement:
+        return self.guard.refuse(
+            tool,
+            error,
+            call_id,
+            why="what the agent read could not be read from its memory "
+            f"({type(error).__name__}: {error})",
+        )
 
     def judge_now(self, tool: str, arguments: Mapping[str, Any]) -> Judgement:
         """Judge one call synchronously, asking a plain inline approver if one was given."""
@@ -203,14 +243,17 @@ class ToolPolicy:
         arguments: Mapping[str, Any],
         call_id: str | None,
         answer: ApprovalResponseEvent,
+        transcript: Transcript | None,
     ) -> Judgement:
         pending = self._pending.pop(key, None)
         records = answer.record_dicts()
         if records:
             # One judgement with the records: the PEP checks and consumes them.
-            return self.guard.judge(tool, arguments, call_id, records=records)
+            return self.guard.judge(
+                tool, arguments, call_id, records=records, transcript=transcript
+            )
         if pending is None:  # paused in another process: judge again to settle the answer
-            pending = self.guard.judge(tool, arguments, call_id)
+            pending = self.guard.judge(tool, arguments, call_id, transcript=transcript)
             if pending.refused or (pending.allowed and not answer.declined):
                 return pending
         if answer.declined:

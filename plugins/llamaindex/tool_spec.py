@@ -68,6 +68,7 @@ def tool_spec(
     cwd_field: str | None = None,
     content_fields: Iterable[str] = (),
     with_schema: bool = True,
+    output_trust: str = "untrusted",
 ) -> ToolSpec:
     """The registry declaration of a LlamaIndex tool, under the name agents dispatch it by.
 
@@ -80,6 +81,10 @@ def tool_spec(
         cwd_field: The argument naming a working directory, for shell-like tools.
         content_fields: Where the tool's payload lives (credential scanning reads these).
         with_schema: Also require the arguments to satisfy the tool's own argument schema.
+        output_trust: How far what the tool returns is trusted: ``"untrusted"`` (the
+            default: e-mail, web pages, messages, files others wrote) or ``"trusted"``
+            (the user's own data or the system's). A value the agent read in an untrusted
+            output is labelled so when it reaches another call's arguments.
 
     Returns:
         A :class:`~jevqueue.policy.ToolSpec` named ``tool.metadata.name``.
@@ -116,4 +121,5 @@ def tool_spec(
         cwd_field=cwd_field,
         content_fields=content_fields,
         schema=schema,
+        output_trust=output_trust,
     )

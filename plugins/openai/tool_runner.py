@@ -13,6 +13,15 @@ policy requires an explicit approval, and runs the function with the arguments i
 same response again — for instance with the approval records a call was waiting for —
 does not run again a call that already ran.
 
+What the agent read. Given the conversation (``messages=``, the list the host sends), the
+runner judges each call with the :class:`~jevqueue.policy.Transcript` of the messages
+before the assistant message that made it: what the user wrote and every tool output, each
+with its tool and call id (:mod:`~jevqueue.plugins.openai.transcript`). The policy then
+knows which argument came from the user's request and which from an untrusted output, and
+an approval request says which output. Read from the conversation, the labels are the same
+when the response runs again after the caller appended the first run's ``tool`` messages,
+so an approval given for the digest shown still matches.
+
 Approvals. ``approver=`` asks inline (plain for :meth:`PolicyToolRunner.run`, plain or
 ``async`` for :meth:`PolicyToolRunner.arun`); it is shown the core
 :class:`~jevqueue.policy.ApprovalRequest` and declines by raising
@@ -45,6 +54,7 @@ from typing import Any
 
 from jevqueue.errors import ConfigurationError, UsageError
 from jevqueue.plugins.openai.completion import UNNAMED_CALL, CalledTool, read_called_tools
+from jevqueue.plugins.openai.transcript import transcript_of
 from jevqueue.policy import (
     Approver,
     ExecutionContext,
@@ -53,6 +63,7 @@ from jevqueue.policy import (
     PolicyEnforcementPoint,
     ToolRegistry,
     ToolSpec,
+    Transcript,
     Verdict,
     refusal_message,
     registry_from_specs,
@@ -135,6 +146,13 @@ class PolicyToolRunner:
             :class:`~jevqueue.policy.ApprovalRequest` and returning approval record(s) or
             ``None`` (plain; ``async`` only with :meth:`arun`). Without one, such a call
             pauses: see :meth:`run`.
+        messages: The conversation, in OpenAI message form: the list the host sends
+            (``OpenAIChatHost(messages=...)``), which the caller appends replies and
+            ``tool`` messages to. Read at each run: each call is judged with what the model
+            had read before the assistant message that made it — what the user wrote and
+            every tool output (see :mod:`~jevqueue.plugins.openai.transcript`) — so the
+            policy knows where each argument came from. Without it the guard knows only
+            the outputs it ran itself, and not what the user wrote.
 
     Attributes:
         guard: The :class:`~jevqueue.policy.Guard` every call goes through (its
@@ -160,7 +178,16 @@ class PolicyToolRunner:
         registry: ToolRegistry | None = None,
         context: ExecutionContext | Mapping[str, Any],
         approver: Approver | None = None,
+        messages: Sequence[Any] | None = None,
     ) -> None:
+        if messages is not None and (
+            isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence)
+        ):
+            raise ConfigurationError(
+                f"{_OWNER}: messages= takes the conversation's list of messages (the list the "
+                f"host sends), not {type(messages).__name__}"
+            )
+        self._messages = messages
         registry = registry_from_specs(specs, registry=registry, owner=_OWNER)
         self.guard = Guard(pep, specs=registry, context=context, approver=approver, owner=_OWNER)
         self._functions = _checked(functions)
@@ -193,12 +220,22 @@ class PolicyToolRunner:
             One result per call, in order; ``[]`` when the response calls nothing.
         """
         results: list[ToolCallResult] = []
+        # Every call was made by one assistant message: one transcript serves all.
+        read: Transcript | UsageError | None = None
+        first = True
         for call, refused in self._read(response):
             if refused is not None:
                 results.append(refused)
                 continue
+            if first:
+                read, first = self._read_before(call.call_id, _assistant_message(response)), False
             result = self._run_one(
-                call.name, call.arguments, call.call_id, _key(response, call), approval_records
+                call.name,
+                call.arguments,
+                call.call_id,
+                _key(response, call),
+                approval_records,
+                read,
             )
             results.append(dataclasses.replace(result, legacy=call.legacy))
         return results
@@ -223,7 +260,8 @@ class PolicyToolRunner:
         Returns:
             The result; it never raises for a policy outcome or a tool failure.
         """
-        return self._run_one(name, arguments, call_id, call_id or None, approval_records)
+        read = self._read_before(call_id, None)
+        return self._run_one(name, arguments, call_id, call_id or None, approval_records, read)
 
     def _run_one(
         self,
@@ -232,14 +270,17 @@ class PolicyToolRunner:
         call_id: str,
         key: str | None,
         records: Sequence[Any],
+        read: Transcript | UsageError | None,
     ) -> ToolCallResult:
         parsed = self._admit(name, arguments, call_id, asynchronous=False)
         if isinstance(parsed, ToolCallResult):
             return parsed
+        if isinstance(read, UsageError):
+            return self._refuse(call_id, name, read, arguments=parsed)
         if self.guard.approver is None:  # no one to ask: a call that needs one pauses
-            judgement = self.guard.judge(name, parsed, key, records=records)
+            judgement = self.guard.judge(name, parsed, key, records=records, transcript=read)
         else:
-            judgement = self.guard.check(name, parsed, key, records=records)
+            judgement = self.guard.check(name, parsed, key, records=records, transcript=read)
         if not judgement.allowed:
             return _not_run(call_id, parsed, judgement)
         function = self._functions[judgement.tool]
@@ -262,12 +303,22 @@ class PolicyToolRunner:
     ) -> list[ToolCallResult]:
         """Like :meth:`run`, awaiting an ``async`` approver and ``async`` functions."""
         results: list[ToolCallResult] = []
+        # Every call was made by one assistant message: one transcript serves all.
+        read: Transcript | UsageError | None = None
+        first = True
         for call, refused in self._read(response):
             if refused is not None:
                 results.append(refused)
                 continue
+            if first:
+                read, first = self._read_before(call.call_id, _assistant_message(response)), False
             result = await self._arun_one(
-                call.name, call.arguments, call.call_id, _key(response, call), approval_records
+                call.name,
+                call.arguments,
+                call.call_id,
+                _key(response, call),
+                approval_records,
+                read,
             )
             results.append(dataclasses.replace(result, legacy=call.legacy))
         return results
@@ -281,7 +332,10 @@ class PolicyToolRunner:
         approval_records: Sequence[Any] = (),
     ) -> ToolCallResult:
         """Like :meth:`run_call`, awaiting an ``async`` approver and an ``async`` function."""
-        return await self._arun_one(name, arguments, call_id, call_id or None, approval_records)
+        read = self._read_before(call_id, None)
+        return await self._arun_one(
+            name, arguments, call_id, call_id or None, approval_records, read
+        )
 
     async def _arun_one(
         self,
@@ -290,14 +344,17 @@ class PolicyToolRunner:
         call_id: str,
         key: str | None,
         records: Sequence[Any],
+        read: Transcript | UsageError | None,
     ) -> ToolCallResult:
         parsed = self._admit(name, arguments, call_id, asynchronous=True)
         if isinstance(parsed, ToolCallResult):
             return parsed
+        if isinstance(read, UsageError):
+            return self._refuse(call_id, name, read, arguments=parsed)
         if self.guard.approver is None:
-            judgement = self.guard.judge(name, parsed, key, records=records)
+            judgement = self.guard.judge(name, parsed, key, records=records, transcript=read)
         else:
-            judgement = await self.guard.acheck(name, parsed, key, records=records)
+            judgement = await self.guard.acheck(name, parsed, key, records=records, transcript=read)
         if not judgement.allowed:
             return _not_run(call_id, parsed, judgement)
         function = self._functions[judgement.tool]
@@ -315,6 +372,21 @@ class PolicyToolRunner:
         return _returned(call_id, parsed, judgement, output, replayed=not ran)
 
     # --- reading the framework's objects ----------------------------------------------
+
+    def _read_before(
+        self, call_id: str, message: Mapping[str, Any] | None
+    ) -> Transcript | UsageError | None:
+        """What the model had read when it made the call, from ``messages=`` (``None``
+        without it: the guard's own record of what it ran); the error when it cannot be
+        read, so that the call is refused."""
+        if self._messages is None:
+            return None
+        try:
+            return transcript_of(
+                list(self._messages), self.guard.registry, message=message, call_id=call_id or None
+            )
+        except Exception as error:  # fail closed: a call whose history cannot be read
+            return UsageError(f"the conversation's messages could not be read: {error!r}")
 
     def _read(
         self, response: Mapping[str, Any]
@@ -389,6 +461,16 @@ class PolicyToolRunner:
             executed=False,
             legacy=legacy,
         )
+
+
+def _assistant_message(response: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``choices[0].message``: the assistant message that made the calls."""
+    choices = response.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        message = choices[0].get("message")
+        if isinstance(message, Mapping):
+            return message
+    return None
 
 
 def _key(response: Mapping[str, Any], call: CalledTool) -> str | None:

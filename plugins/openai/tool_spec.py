@@ -20,6 +20,7 @@ def tool_spec(
     cwd_field: str | None = None,
     content_fields: Iterable[str] = (),
     with_schema: bool = True,
+    output_trust: str = "untrusted",
 ) -> ToolSpec:
     """The declaration of a tool the model is offered, under the name it calls it by.
 
@@ -33,6 +34,9 @@ def tool_spec(
         cwd_field: The argument naming a working directory, for shell-like tools.
         content_fields: Where the tool's payload lives (credential scanning reads these).
         with_schema: Also require the arguments to satisfy the tool's ``parameters``.
+        output_trust: ``"untrusted"`` (the default: e-mail, web pages, messages, files
+            others wrote) or ``"trusted"`` (the user's own or the system's data): how far
+            a value read in what the tool returns is trusted when it reaches another call.
 
     Returns:
         A :class:`~jevqueue.ToolSpec` for :class:`PolicyToolRunner`'s ``specs=``.
@@ -50,4 +54,5 @@ def tool_spec(
         cwd_field=cwd_field,
         content_fields=content_fields,
         schema=dict(schema.parameters) if with_schema else None,
+        output_trust=output_trust,
     )

@@ -25,11 +25,14 @@ try:
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.direct import model_request, model_request_sync
     from pydantic_ai.messages import (
+        BaseToolCallPart,
+        BaseToolReturnPart,
         ModelMessage,
         ModelRequest,
         ModelResponse,
         RetryPromptPart,
         SystemPromptPart,
+        TextContent,
         TextPart,
         ThinkingPart,
         ToolCallPart,
@@ -51,6 +54,8 @@ __all__ = [
     "Agent",
     "AgentInfo",
     "ApprovalRequired",
+    "BaseToolCallPart",
+    "BaseToolReturnPart",
     "DeferredToolRequests",
     "DeferredToolResults",
     "FunctionModel",
@@ -69,6 +74,7 @@ __all__ = [
     "RetryPromptPart",
     "RunContext",
     "SystemPromptPart",
+    "TextContent",
     "TextOutput",
     "TextPart",
     "ThinkingPart",

@@ -33,6 +33,14 @@ back in Pydantic AI's idiom:
   call whose arguments were changed (``override_args``) has another digest, so its
   approval does not match.
 
+Each call is judged with what the agent had read when the model made it, read from the
+run's own messages (``ctx.messages``, see :mod:`~.message_transcript`): the user's prompts
+and the tools' returns before the model response that made the call. The policy knows
+which argument came from the user's request and which from an untrusted tool's output, and
+the approval request (``request.to_dict()["provenance"]``) says which. A run resumed from
+``message_history=`` reads the same messages, so a paused call is judged again with the
+same provenance and the record for the digest shown still matches.
+
 Routes around the guard, refused when the agent is built (``ConfigurationError``):
 
 * **an undeclared tool** — every tool the agent has must be declared (``specs=``, see
@@ -76,6 +84,7 @@ from jevqueue.plugins.pydantic_ai._framework import (
     ToolDefinition,
     ToolOutput,
 )
+from jevqueue.plugins.pydantic_ai.message_transcript import message_transcript
 from jevqueue.policy import (
     ApprovalAnswer,
     ApprovalRequest,
@@ -212,13 +221,25 @@ class PolicyCapability(AbstractCapability[Any]):
     ) -> dict[str, Any]:
         """Judge the call: return the judged arguments, or refuse / pause it."""
         name, call_id = call.tool_name, call.tool_call_id
+        try:
+            read = message_transcript(self.guard, ctx.messages, call_id)
+        except Exception as error:  # fail closed: a call whose origins are unknown does not run
+            raise ModelRetry(
+                self.guard.refuse(
+                    name,
+                    error,
+                    call_id,
+                    why="what the agent read could not be read from the run's messages "
+                    f"({type(error).__name__}: {error})",
+                ).message
+            ) from None
         records = _records(ctx.tool_call_metadata) if ctx.tool_call_approved else None
         if records is not None:  # resumed with approval_results
-            judgement = self.guard.judge(name, args, call_id, records=records)
+            judgement = self.guard.judge(name, args, call_id, records=records, transcript=read)
         elif self.guard.approver is not None:
-            judgement = await self.guard.acheck(name, args, call_id)
+            judgement = await self.guard.acheck(name, args, call_id, transcript=read)
         else:
-            judgement = self.guard.judge(name, args, call_id)
+            judgement = self.guard.judge(name, args, call_id, transcript=read)
         if judgement.pending:
             if ctx.tool_call_approved:  # approved without a record: nothing to verify
                 raise ModelRetry(refusal_message(name, _unsigned(records, judgement)))
@@ -261,12 +282,21 @@ class PolicyCapability(AbstractCapability[Any]):
         call_id: str | None = None,
         *,
         records: Sequence[Any] = (),
+        messages: Sequence[Any] | None = None,
     ) -> Judgement:
         """Judge one call once (``guard.judge``), for callers who run tools themselves.
 
-        Never raises an ``Exception``. Run an allowed call with ``judgement.run_arguments()``.
+        ``messages`` are the run's messages (``result.all_messages()``): the call is judged
+        with what the model had read before the response that made ``call_id``. Never
+        raises an ``Exception``. Run an allowed call with ``judgement.run_arguments()``.
         """
-        return self.guard.judge(tool, arguments, call_id, records=records)
+        if messages is None:
+            return self.guard.judge(tool, arguments, call_id, records=records)
+        try:
+            read = message_transcript(self.guard, messages, call_id)
+        except Exception as error:  # fail closed
+            return self.guard.refuse(tool, error, call_id)
+        return self.guard.judge(tool, arguments, call_id, records=records, transcript=read)
 
     def approval_requests(self, requests: DeferredToolRequests) -> list[ApprovalRequest]:
         """The core approval request of each call of a paused run that this guard paused.

@@ -21,6 +21,7 @@ def tool_spec(
     cwd_field: str | None = None,
     content_fields: Iterable[str] = (),
     with_schema: bool = True,
+    output_trust: str = "untrusted",
 ) -> ToolSpec:
     """The registry declaration of a Pydantic AI tool, under the name the agent calls it by.
 
@@ -34,6 +35,10 @@ def tool_spec(
         cwd_field: The argument naming a working directory, for shell-like tools.
         content_fields: Where the tool's payload lives (credential scanning reads these).
         with_schema: Also require the arguments to satisfy the tool's parameters schema.
+        output_trust: How far what the tool returns is trusted: ``"untrusted"`` (the
+            default: e-mail, web pages, messages, files others wrote) or ``"trusted"``
+            (the user's own data or the system's). A value the agent read in an untrusted
+            output is labelled so when it reaches another call's arguments.
 
     Returns:
         A :class:`~jevqueue.policy.ToolSpec` named ``tool.name``.
@@ -76,4 +81,5 @@ def tool_spec(
         cwd_field=cwd_field,
         content_fields=contents,
         schema=schema or None,
+        output_trust=output_trust,
     )

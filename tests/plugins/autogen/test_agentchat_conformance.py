@@ -22,7 +22,11 @@ pytest.importorskip(
 
 from agentchat_kit import agentchat_step, calls_of, function_tool, neutral_request
 from autogen_agentchat.agents import AssistantAgent
-from autogen_agentchat.messages import TextMessage, ToolCallSummaryMessage
+from autogen_agentchat.messages import (
+    TextMessage,
+    ToolCallExecutionEvent,
+    ToolCallSummaryMessage,
+)
 from autogen_core import CancellationToken
 from autogen_core.tools import StaticWorkbench
 from jevqueue.errors import ConfigurationError
@@ -37,6 +41,7 @@ from jevqueue.testing.conformance import (
     ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
+    ToolConversationScenario,
     TurnOutcome,
     TurnScenario,
 )
@@ -149,6 +154,57 @@ class TestAgentChatConformance(PluginConformance):
             for result in message.results
         ]
 
+    def run_tool_conversation(
+        self, conversation: ToolConversationScenario
+    ) -> list[list[ToolCallOutcome]]:
+        return asyncio.run(self._conversation(conversation))
+
+    async def _conversation(
+        self, conversation: ToolConversationScenario
+    ) -> list[list[ToolCallOutcome]]:
+        """A real run: the user's request is the run's ``task``, and the agent's model
+        makes each message's calls in turn (``max_tool_iterations`` lets it go on)."""
+        approver = conversation.approver
+        workbench = PolicyWorkbench(
+            StaticWorkbench([function_tool(t) for t in conversation.tools]),
+            pep=conversation.pep,
+            specs=conversation.specs,
+            context=conversation.context,
+            approver=as_async(approver) if self.stream else approver,
+        )
+        model = ScriptedChatCompletionClient(
+            [
+                [tool_call(name, arguments, call_id=cid) for name, arguments, cid in calls]
+                for calls in conversation.messages
+            ]
+            + ["Done."]
+        )
+        agent = AssistantAgent(
+            "assistant",
+            model_client=GovernedChatCompletionClient(
+                model, delegating_governor(), guard=workbench.guard
+            ),
+            workbench=workbench,
+            model_client_stream=self.stream,
+            max_tool_iterations=len(conversation.messages) + 1,
+        )
+        result = await agent.run(task=conversation.user_request)
+        model.assert_complete()
+        executed = [m for m in result.messages if isinstance(m, ToolCallExecutionEvent)]
+        assert len(executed) == len(conversation.messages), result.messages
+        judged = {j.call_id: j for j in workbench.guard.judgements}
+        return [
+            [
+                ToolCallOutcome(
+                    message=r.content,
+                    is_error=bool(r.is_error),
+                    approval_requested=judged[r.call_id].approval_requested,
+                )
+                for r in event.content
+            ]
+            for event in executed
+        ]
+
     def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
         return [self._undeclared(policy), asyncio.run(self._handoff(policy))]
 
@@ -196,6 +252,17 @@ class TestAgentChatConformance(PluginConformance):
             ran=type(response.chat_message).__name__ == "HandoffMessage",
             audited=len(policy.audit.events) > before,
         )
+
+
+def delegating_governor() -> Any:
+    """A governor whose ballot never picks a tool: every turn is the model's own."""
+    from jevqueue import Governor, Thresholds
+
+    class Unsure:
+        def score(self, messages: Any, tools: Any) -> dict[str, float]:
+            return {(t.get("function") or t)["name"]: 0.4 for t in tools}
+
+    return Governor(Unsure(), thresholds=Thresholds(confident=0.6, margin=0.25, floor=0.2))
 
 
 def _declared(policy: PolicyHarness) -> list[ConformanceTool]:

@@ -35,6 +35,7 @@ from jevqueue.testing.conformance import (
     ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
+    ToolConversationScenario,
     TurnOutcome,
     TurnScenario,
     conformance_tools,
@@ -148,6 +149,57 @@ class TestClassicConformance(PluginConformance):
                 approval_requested=approver.asked,
             )
             for response, (_, _, call_id) in zip(responses, calls, strict=True)
+        ]
+
+    def run_tool_conversation(
+        self, conversation: ToolConversationScenario
+    ) -> list[list[ToolCallOutcome]]:
+        """A real chat: an executor without an LLM (the user's proxy) opens it with the
+        user's request, and the assistant's model makes each message's calls in turn."""
+        model = ScriptedModel(
+            [
+                [classic_tool_call(name, arguments, call_id=cid) for name, arguments, cid in calls]
+                for calls in conversation.messages
+            ]
+            + ["Done."]
+        )
+        functions = {t.name: neutral_function(t) for t in conversation.tools}
+        assistant, executor = pair(model, functions)
+        capability = PolicyCapability(
+            conversation.pep,
+            specs=conversation.specs,
+            context=conversation.context,
+            approver=conversation.approver,
+        )
+        capability.add_to_agent(executor)
+        turns = len(conversation.messages) + 1
+        if self.asynchronous:
+            asyncio.run(
+                executor.a_initiate_chat(
+                    assistant, message=conversation.user_request, max_turns=turns, silent=True
+                )
+            )
+        else:
+            executor.initiate_chat(
+                assistant, message=conversation.user_request, max_turns=turns, silent=True
+            )
+        model.assert_complete()
+        responses = {
+            response["tool_call_id"]: response["content"]
+            for message in executor.chat_messages[assistant]
+            for response in message.get("tool_responses") or ()
+        }
+        judged = {j.call_id: j for j in capability.guard.judgements}
+        return [
+            [
+                ToolCallOutcome(
+                    message=responses[cid],
+                    is_error=not judged[cid].allowed,
+                    approval_requested=judged[cid].approval_requested,
+                )
+                for _, _, cid in calls
+            ]
+            for calls in conversation.messages
         ]
 
     def _reply(self, executor: ConversableAgent, message: dict[str, Any]) -> Any:

@@ -40,6 +40,7 @@ from jevqueue.testing.conformance import (
     ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
+    ToolConversationScenario,
     TurnOutcome,
     TurnScenario,
 )
@@ -199,6 +200,48 @@ class TestCrewAIConformance(PluginConformance):
             )
             for name, _, cid in batch.calls
         ]
+
+    def run_tool_conversation(
+        self, conversation: ToolConversationScenario
+    ) -> list[list[ToolCallOutcome]]:
+        """A real Crew: the user's request is the task's description, and each model
+        message is one reply of the agent's model, run by CrewAI's executor."""
+        guard = ToolGuard(
+            conversation.pep,
+            specs=conversation.specs,
+            context=conversation.context,
+            approver=conversation.approver,
+        )
+        tools = self.enforce(guard, [crewai_tool(t) for t in conversation.tools])
+        replies = [
+            [tool_call(name, arguments, call_id=cid) for name, arguments, cid in message]
+            for message in conversation.messages
+        ]
+        model = ScriptedLLM([*replies, "Done."])
+        one = agent(guard, tools, reply=model, max_iter=len(replies) + 2)
+        task = Task(description=conversation.user_request, expected_output="Done.", agent=one)
+        with self.installed(guard), quiet_console():
+            Crew(agents=[one], tasks=[task], verbose=False).kickoff()
+        model.assert_complete()
+        judged = {j.call_id: j for j in guard.judgements if j.call_id is not None}
+        outcomes = []
+        for index, message in enumerate(conversation.messages):
+            results = {
+                m.get("tool_call_id"): str(m.get("content"))
+                for m in model.requests[index + 1].messages
+                if m.get("role") == "tool"
+            }
+            outcomes.append(
+                [
+                    ToolCallOutcome(
+                        message=results[cid],
+                        is_error=not judged[cid].allowed,
+                        approval_requested=judged[cid].approval_requested,
+                    )
+                    for _, _, cid in message
+                ]
+            )
+        return outcomes
 
     def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
         tools = [crewai_tool(t) for t in conformance_tools_of(policy)]
@@ -396,10 +439,15 @@ def agent(
     role: str = "Assistant",
     **options: Any,
 ) -> Agent:
-    """A real agent whose governed model calls ``reply`` (default: the undeclared tool)."""
+    """A real agent whose governed model calls ``reply`` (default: the undeclared tool), or
+    answers from ``reply`` when it is a whole script."""
     from jevqueue import Governor, Thresholds
 
-    script = ScriptedLLM([reply or tool_call("erase_disk", {"path": "/"}), "Done."])
+    script = (
+        reply
+        if isinstance(reply, ScriptedLLM)
+        else ScriptedLLM([reply or tool_call("erase_disk", {"path": "/"}), "Done."])
+    )
     governor = Governor(Unsure(), thresholds=Thresholds(confident=0.6, margin=0.25, floor=0.2))
     return Agent(
         role=role,
@@ -408,8 +456,7 @@ def agent(
         llm=GovernedLLM(script, governor, guard=guard),
         tools=list(tools),
         verbose=False,
-        max_iter=2,
-        **options,
+        **{"max_iter": 2, **options},
     )
 
 

@@ -1,4 +1,5 @@
-"""What the Hermes tests share: suite tools registered with Hermes, a real agent."""
+"""What the Hermes tests share: suite tools registered with Hermes, a real agent, and the
+model message that calls tools under the ids given."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def hermes_agent(base_url: str, **options: Any) -> AIAgent:
     """A real Hermes agent, quiet, no memory or context files; on the test toolset only
     unless ``enabled_toolsets`` says otherwise."""
     options.setdefault("enabled_toolsets", [TOOLSET])
+    options.setdefault("max_iterations", 4)
     return AIAgent(
         base_url=base_url,
         api_key="test-key",
@@ -48,6 +50,21 @@ def hermes_agent(base_url: str, **options: Any) -> AIAgent:
         skip_context_files=True,
         skip_memory=True,
         tool_delay=0,
-        max_iterations=4,
         **options,
     )
+
+
+def calls_reply(calls: list[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
+    """An assistant message calling ``(name, arguments, id)`` each, with the ids given."""
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for name, args, call_id in calls
+        ],
+    }

@@ -4,9 +4,11 @@ The glue drives Hermes' own pieces: the model turn goes through Hermes' LLM exec
 middleware chain (``run_llm_execution_middleware``) with the governor installed in it, and
 the reply is read with Hermes' chat-completions response normaliser; the tool step is
 Hermes' dispatcher ``handle_function_call``, whose ``pre_tool_call`` hook and
-``tool_execution`` middleware carry the PEP. A batch runs in a real ``AIAgent`` loop (its
-executor, its approver asked inline), and each route around the guard is tried on a real
-``AIAgent``. The end-to-end loop is also in ``test_hermes_agent.py``.
+``tool_execution`` middleware carry the PEP. A batch and a conversation run in a real
+``AIAgent`` loop (its executor, its approver asked inline; the conversation's calls judged
+with what Hermes sent the model, through the ``pre_api_request`` hook), and each route
+around the guard is tried on a real ``AIAgent``. The end-to-end loop is also in
+``test_hermes_agent.py``.
 
 The middleware never raises into Hermes (Hermes would send or use the call ungoverned);
 it answers a disobeying reply with a local refusal and records the error. The glue
@@ -34,7 +36,7 @@ pytest.importorskip(
 from agent.transports import get_transport
 from hermes_cli.middleware import run_llm_execution_middleware
 from hermes_cli.plugins import get_plugin_manager
-from hermes_kit import TOOLSET, hermes_agent, register_tools
+from hermes_kit import TOOLSET, calls_reply, hermes_agent, register_tools
 from jevqueue.errors import ConfigurationError, ProviderDisobeyedError
 from jevqueue.plugins.hermes import GovernorMiddleware, HermesGovernance, PolicyGuard, tool_spec
 from jevqueue.plugins.hermes.testing import (
@@ -52,6 +54,7 @@ from jevqueue.testing.conformance import (
     ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
+    ToolConversationScenario,
     TurnOutcome,
     TurnScenario,
     policy_tools,
@@ -91,22 +94,6 @@ def hermes_reply(reply: ProviderReply) -> dict[str, Any]:
     if reply.tool_calls:
         return tool_reply(*reply.tool_calls)
     return text_reply(reply.text)
-
-
-def calls_reply(calls: list[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
-    """An assistant message calling ``(name, arguments, id)`` each, with the ids given."""
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
-            }
-            for name, args, call_id in calls
-        ],
-    }
 
 
 def outcome_of(result: str) -> ToolCallOutcome:
@@ -203,6 +190,35 @@ class TestHermesConformance(PluginConformance):
             if message["role"] == "tool"
         }
         return [outcome_of(results[call_id]) for _, _, call_id in batch.calls]
+
+    def run_tool_conversation(
+        self, conversation: ToolConversationScenario
+    ) -> list[list[ToolCallOutcome]]:
+        """One conversation of a real ``AIAgent``: the user's request is its message, the
+        server plays each model message's calls in turn, and the approver is inline."""
+        specs = register_tools(conversation.tools)
+        steps = [*(calls_reply(message) for message in conversation.messages)]
+        with RecordingChatServer([*steps, text_reply("Done.")]) as server:
+            agent = hermes_agent(server.base_url, max_iterations=len(steps) + 2)
+            governance = HermesGovernance(
+                agent,
+                pep=conversation.pep,
+                specs=specs,
+                context=conversation.context,
+                approver=conversation.approver,
+            )
+            with governance:
+                agent.run_conversation(conversation.user_request)
+        server.assert_complete()
+        outcomes = []
+        for index, message in enumerate(conversation.messages):
+            results = {
+                sent["tool_call_id"]: sent["content"]
+                for sent in server.requests[index + 1]["messages"]
+                if sent["role"] == "tool"
+            }
+            outcomes.append([outcome_of(results[call_id]) for _, _, call_id in message])
+        return outcomes
 
     def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
         tools = policy_tools()

@@ -5,7 +5,9 @@ ToolNode, ``langchain.agents.create_agent``, an InMemorySaver checkpointer); onl
 chat model is scripted. A single call is given the scenario's approver inline
 (``approver=``); a batch pauses the LangGraph way (``interrupt()``), is answered with
 what the scenario's approver returns for the core ApprovalRequest behind the pause, and
-resumes with ``Command(resume=...)``.
+resumes with ``Command(resume=...)``. A conversation is an agent loop on one thread: the
+user's request is the first ``HumanMessage``, a scripted model proposes each message's
+calls, and the tools' results go back into the state it reads.
 
 * :class:`TestLangGraphConformance` — ``policy_tool_node`` (the whole suite);
 * :class:`TestLangGraphOwnToolNodeConformance` — a plain ``ToolNode`` given the node's
@@ -47,6 +49,7 @@ from jevqueue.testing.conformance import (
     ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
+    ToolConversationScenario,
     TurnOutcome,
     TurnScenario,
     conformance_tools,
@@ -156,18 +159,93 @@ def resume_answer(requests: Any, approver: Any) -> dict[str, Any]:
     return {request.call_id: approver(request) for request in requests}
 
 
+def proposals(conversation: ToolConversationScenario) -> list[Any]:
+    """The scripted model's answers: each message's calls, under their own ids, then prose."""
+    return [
+        AIMessage(
+            content="",
+            tool_calls=[
+                {"name": name, "args": arguments, "id": call_id, "type": "tool_call"}
+                for name, arguments, call_id in message
+            ],
+        )
+        for message in conversation.messages
+    ] + ["done"]
+
+
+def agent_loop(model: ScriptedChatModel, tool_node: Any) -> Any:
+    """START -> agent -> (tools -> agent)* -> END, the agent a plain call of the model."""
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", tool_node)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=InMemorySaver())
+
+
 class _Glue:
     """Builds one form of the plugin over a scenario's tools and runs calls through it."""
 
-    def app(self, tools: list[ConformanceTool], scenario: Any, approver: Any = None) -> Any:
+    def tool_node(
+        self, tools: list[ConformanceTool], scenario: Any, approver: Any = None
+    ) -> tuple[Any, Any]:
+        """The graph's tool node, and the plugin object that reads its pauses."""
         raise NotImplementedError
+
+    def app(self, tools: list[ConformanceTool], scenario: Any, approver: Any = None) -> Any:
+        node, reader = self.tool_node(tools, scenario, approver)
+        graph = StateGraph(MessagesState)
+        graph.add_node("tools", node)
+        graph.add_edge(START, "tools")
+        graph.add_edge("tools", END)
+        app = graph.compile(checkpointer=InMemorySaver())
+        app.jevqueue_node = reader
+        return app
+
+    def conversation_app(self, conversation: ToolConversationScenario) -> Any:
+        node, reader = self.tool_node(conversation.tools, conversation)
+        app = agent_loop(ScriptedChatModel(steps=proposals(conversation)), node)
+        app.jevqueue_node = reader
+        return app
 
     def requests(self, app: Any, paused: Any) -> Any:
         """The core approval requests behind a pause."""
-        raise NotImplementedError
+        return app.jevqueue_node.approval_requests(paused)
+
+    def resumed(self, app: Any, result: dict[str, Any], approver: Any, config: Any) -> Any:
+        """Answer every pause of ``result`` with ``approver`` until the run ends."""
+        pauses = 0
+        while "__interrupt__" in result:
+            pauses += 1
+            assert pauses <= 8, "the run keeps pausing"
+            answers: dict[str, Any] = {}
+            for paused in result["__interrupt__"]:
+                answers[paused.id] = resume_answer(self.requests(app, paused), approver)
+            resume = answers if len(answers) > 1 else next(iter(answers.values()))
+            result = app.invoke(Command(resume=resume), config)
+        return result
+
+    def run_tool_conversation(
+        self, conversation: ToolConversationScenario
+    ) -> list[list[ToolCallOutcome]]:
+        app = self.conversation_app(conversation)
+        config = thread(conversation.context)
+        start = {"messages": [HumanMessage(conversation.user_request)]}
+        result = self.resumed(app, app.invoke(start, config), conversation.approver, config)
+        return [
+            tool_answers(result, [call_id for _, _, call_id in message])
+            for message in conversation.messages
+        ]
 
     def start(self, app: Any, proposal: AIMessage, config: dict[str, Any]) -> dict[str, Any]:
-        return app.invoke({"messages": [HumanMessage("go"), proposal]}, config)  # type: ignore[no-any-return]
+        # A call scenario shows the agent nothing (no request, no output): the state holds
+        # only the model's proposal, so the call has no provenance and the suite's digest.
+        return app.invoke({"messages": [proposal]}, config)  # type: ignore[no-any-return]
 
     def run_tool_call(self, call: ToolCallScenario) -> ToolCallOutcome:
         app = self.app(call.tools, call, approver=call.approver)
@@ -193,17 +271,9 @@ class _Glue:
                 for name, arguments, call_id in batch.calls
             ],
         )
-        result = self.start(app, proposal, config)
-        pauses = 0
-        while "__interrupt__" in result:
-            pauses += 1
-            assert pauses <= len(batch.calls), "the run keeps pausing"
-            answers: dict[str, Any] = {}
-            for paused in result["__interrupt__"]:
-                answers[paused.id] = resume_answer(self.requests(app, paused), batch.approver)
-            resume = answers if len(answers) > 1 else next(iter(answers.values()))
-            result = app.invoke(Command(resume=resume), config)
-        assert pauses, "the approval-gated call of the batch never paused the graph"
+        paused = self.start(app, proposal, config)
+        assert "__interrupt__" in paused, "the approval-gated call of the batch never paused"
+        result = self.resumed(app, paused, batch.approver, config)
         return tool_answers(result, [call_id for _, _, call_id in batch.calls])
 
     def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
@@ -211,23 +281,16 @@ class _Glue:
 
 
 class _PolicyToolNodeGlue(_Glue):
-    def app(self, tools: list[ConformanceTool], scenario: Any, approver: Any = None) -> Any:
+    def tool_node(
+        self, tools: list[ConformanceTool], scenario: Any, approver: Any = None
+    ) -> tuple[Any, Any]:
         node = policy_tool_node(
             [langchain_tool(tool) for tool in tools],
             pep=scenario.pep,
             specs=scenario.specs,
             approver=approver,
         )
-        graph = StateGraph(MessagesState)
-        graph.add_node("tools", node)
-        graph.add_edge(START, "tools")
-        graph.add_edge("tools", END)
-        app = graph.compile(checkpointer=InMemorySaver())
-        app.jevqueue_node = node
-        return app
-
-    def requests(self, app: Any, paused: Any) -> Any:
-        return app.jevqueue_node.approval_requests(paused)
+        return node, node
 
 
 class TestLangGraphConformance(_PolicyToolNodeGlue, PluginConformance):
@@ -253,50 +316,45 @@ class TestLangGraphConformance(_PolicyToolNodeGlue, PluginConformance):
 
 
 class TestLangGraphOwnToolNodeConformance(_Glue, PolicyConformance):
-    def app(self, tools: list[ConformanceTool], scenario: Any, approver: Any = None) -> Any:
+    def tool_node(
+        self, tools: list[ConformanceTool], scenario: Any, approver: Any = None
+    ) -> tuple[Any, Any]:
         framework_tools = [langchain_tool(tool) for tool in tools]
         node = policy_tool_node(
             framework_tools, pep=scenario.pep, specs=scenario.specs, approver=approver
         )
-        graph = StateGraph(MessagesState)
-        graph.add_node(
-            "tools",
-            ToolNode(
-                framework_tools,
-                wrap_tool_call=node.wrap_tool_call,
-                awrap_tool_call=node.awrap_tool_call,
-            ),
+        own = ToolNode(
+            framework_tools,
+            wrap_tool_call=node.wrap_tool_call,
+            awrap_tool_call=node.awrap_tool_call,
         )
-        graph.add_edge(START, "tools")
-        graph.add_edge("tools", END)
-        app = graph.compile(checkpointer=InMemorySaver())
-        app.jevqueue_node = node
-        return app
-
-    def requests(self, app: Any, paused: Any) -> Any:
-        return app.jevqueue_node.approval_requests(paused)
+        return own, node
 
 
 class TestLangGraphMiddlewareConformance(_Glue, PolicyConformance):
-    def app(self, tools: list[ConformanceTool], scenario: Any, approver: Any = None) -> Any:
+    def agent(
+        self, tools: list[ConformanceTool], scenario: Any, steps: list[Any], approver: Any = None
+    ) -> Any:
         middleware = PolicyMiddleware(pep=scenario.pep, specs=scenario.specs, approver=approver)
-        # The model proposes the scenario's calls (start() scripts them), then answers.
-        model = ScriptedChatModel(steps=[lambda call: self._proposal, "done"])
         app = create_agent(
-            model,
+            ScriptedChatModel(steps=steps),
             [langchain_tool(tool) for tool in tools],
             middleware=[middleware],
             checkpointer=InMemorySaver(),
         )
-        app.jevqueue_middleware = middleware
+        app.jevqueue_node = middleware
         return app
+
+    def app(self, tools: list[ConformanceTool], scenario: Any, approver: Any = None) -> Any:
+        # The model proposes the scenario's calls (start() scripts them), then answers.
+        return self.agent(tools, scenario, [lambda call: self._proposal, "done"], approver)
+
+    def conversation_app(self, conversation: ToolConversationScenario) -> Any:
+        return self.agent(conversation.tools, conversation, proposals(conversation))
 
     def start(self, app: Any, proposal: AIMessage, config: dict[str, Any]) -> dict[str, Any]:
         self._proposal = proposal
-        return app.invoke({"messages": [HumanMessage("go")]}, config)  # type: ignore[no-any-return]
-
-    def requests(self, app: Any, paused: Any) -> Any:
-        return app.jevqueue_middleware.approval_requests(paused)
+        return app.invoke({"messages": []}, config)  # type: ignore[no-any-return]
 
 
 # --- routes around the guard ---------------------------------------------------------------

@@ -78,7 +78,7 @@ def build_agent(folder: Path, steps: list[Any]) -> tuple[GovernedFunctionAgent, 
     def get_weather(city: str) -> str:
         """Current weather forecast for a city."""
         log("get_weather", {"city": city})
-        return f"Sunny in {city}"
+        return f"Sunny in {city}; the week's forecasts are in ./forecasts/{city.lower()}"
 
     def run_command(command: str, cwd: str) -> str:
         """Run a shell command in the workspace."""

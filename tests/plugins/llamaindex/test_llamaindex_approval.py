@@ -243,18 +243,28 @@ def test_pause_serialize_and_resume_in_another_process(tmp_path: Path) -> None:
 
     folder = tmp_path / "run"
     folder.mkdir()
+    # The command names a folder the agent read in the weather tool's output: the call's
+    # provenance says so, and the process that resumes reads it again from the restored
+    # memory, so the approval of the digest shown here still applies there.
+    listing = {"command": "ls ./forecasts/oslo", "cwd": "."}
     agent, llm = resume_agent.build_agent(
         folder,
-        [scripted_tool_calls(("get_weather", {"city": "Oslo"}), ("run_command", LS))],
+        [
+            scripted_tool_calls(("get_weather", {"city": "Oslo"}), ids=["call-weather"]),
+            scripted_tool_calls(("run_command", listing)),
+        ],
     )
 
     async def pause() -> tuple[dict[str, Any], str]:
-        handler = agent.run(user_msg="weather in Oslo, and list the files")
+        handler = agent.run(user_msg="weather in Oslo, and list the week's forecasts")
         digest = ""
         weather_done = False
         async for event in handler.stream_events():
             if isinstance(event, ApprovalRequiredEvent):
                 digest = event.action_digest
+                (origin,) = [o for o in event.provenance or () if o.get("kind") == "path"]
+                assert origin["label"] == "untrusted", event.provenance
+                assert "get_weather's output (call call-weather)" in origin["says"], origin
             elif isinstance(event, ToolCallResult) and event.tool_name == "get_weather":
                 weather_done = True
             if digest and weather_done:
@@ -293,7 +303,10 @@ def test_pause_serialize_and_resume_in_another_process(tmp_path: Path) -> None:
     ran = resume_agent.runs(folder)
     assert ran == [
         ["get_weather", {"city": "Oslo"}],
-        ["run_command", {"command": "ls", "cwd": str((folder / "workspace").resolve())}],
+        [
+            "run_command",
+            {"command": "ls ./forecasts/oslo", "cwd": str((folder / "workspace").resolve())},
+        ],
     ], ran
     report = verify_audit_log(folder / "audit.sqlite")
     assert report.ok, report

@@ -6,7 +6,11 @@ The glue drives real LlamaIndex agents, with only the model scripted:
   tools wrapped with ``governed_tools`` and marked ``return_direct``, so the run ends
   after the tool step instead of asking the model again);
 * a tool call is one run of a ``GovernedFunctionAgent`` whose every step delegates, built
-  with ``pep=``/``specs=``/``context=`` and the scenario's approver as ``approver=``;
+  with ``pep=``/``specs=``/``context=`` and the scenario's approver as ``approver=``; its
+  request is empty, so the call has no provenance and the suite's digest;
+* a conversation is one run of such an agent: the user's request is its ``user_msg``, and
+  each scripted model message calls its tools after the previous results came back (the
+  agent reads what it read from its own memory and scratchpad);
 * a batch is one model message of three calls: the gated one pauses the workflow the
   LlamaIndex way (``ApprovalRequiredEvent``), the paused run is serialized with
   ``ctx.to_dict()``, cancelled, restored with ``Context.from_dict`` and answered with an
@@ -57,6 +61,7 @@ from jevqueue.testing.conformance import (
     ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
+    ToolConversationScenario,
     TurnOutcome,
     TurnScenario,
     conformance_tools,
@@ -168,7 +173,7 @@ class TestLlamaIndexConformance(PluginConformance):
         self,
         neutral: list[ConformanceTool],
         steps: list[Any],
-        setting: ToolCallScenario | ToolBatchScenario | PolicyHarness,
+        setting: ToolCallScenario | ToolBatchScenario | ToolConversationScenario | PolicyHarness,
         **options: Any,
     ) -> tuple[GovernedFunctionAgent, ScriptedFunctionCallingLLM]:
         """A GovernedFunctionAgent whose every step delegates, over the suite's tools."""
@@ -198,7 +203,10 @@ class TestLlamaIndexConformance(PluginConformance):
         )
 
         async def go() -> ToolCallOutcome:
-            handler = agent.run(user_msg="Please make the call.")
+            # A call scenario shows the agent nothing (an empty request, no output): the
+            # call has no provenance, so its digest is the suite's. (LlamaIndex reads an
+            # empty string as no request at all, and refuses to run.)
+            handler = agent.run(user_msg=ChatMessage(role="user", content=""))
             async for event in handler.stream_events():
                 if isinstance(event, ToolCallResult):
                     output = event.tool_output
@@ -261,6 +269,50 @@ class TestLlamaIndexConformance(PluginConformance):
             asked = request.action_digest if request.call_id == call_id else None
             outcomes.append(ToolCallOutcome(str(output.content), bool(output.is_error), asked))
         return outcomes
+
+    def run_tool_conversation(
+        self, conversation: ToolConversationScenario
+    ) -> list[list[ToolCallOutcome]]:
+        # One run of one agent: the user's request is the run's user_msg, each scripted
+        # model message calls its tools once the previous message's results are in the
+        # agent's scratchpad, and the scenario's approver is the agent's approver=.
+        agent, llm = self.governed_agent(
+            conversation.tools,
+            [
+                *(
+                    scripted_tool_calls(
+                        *[(name, arguments) for name, arguments, _ in message],
+                        ids=[call_id for _, _, call_id in message],
+                    )
+                    for message in conversation.messages
+                ),
+                "Done.",
+            ],
+            conversation,
+            approver=conversation.approver,
+        )
+
+        async def go() -> dict[str, ToolCallResult]:
+            handler = agent.run(user_msg=conversation.user_request)
+            results: dict[str, ToolCallResult] = {}
+            async for event in handler.stream_events():
+                if isinstance(event, ToolCallResult):
+                    results.setdefault(event.tool_id, event)
+            await handler
+            return results
+
+        results = run(go)
+        llm.assert_complete()
+        return [
+            [
+                ToolCallOutcome(
+                    str(results[call_id].tool_output.content),
+                    bool(results[call_id].tool_output.is_error),
+                )
+                for _, _, call_id in message
+            ]
+            for message in conversation.messages
+        ]
 
     def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
         tools = conformance_tools()

@@ -5,7 +5,10 @@ The glue puts the suite's scripted provider behind the real host at the HTTP bou
 ``ProviderRequest``), and runs tool calls through :class:`PolicyToolRunner` with the
 scenario's approver as ``approver=``. A batch pauses the runner's way: built without an
 approver, the runner leaves the gated call unrun with its ApprovalRequest; the glue answers
-it with the scenario's approver and runs the same response again with the records.
+it with the scenario's approver and runs the same response again with the records. A
+conversation is the caller's loop: one list of messages, starting with the user's request,
+sent by the host and given to the runner as ``messages=``; each response's assistant
+message and then its ``tool`` messages are appended to it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from jevqueue.testing.conformance import (
     ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
+    ToolConversationScenario,
     TurnOutcome,
     TurnScenario,
     conformance_tools,
@@ -124,6 +128,43 @@ class TestOpenAIConformance(PluginConformance):
         ]
         # Resume: the same response again, with the records; what ran does not run again.
         return [_outcome(result) for result in runner.run(response, approval_records=records)]
+
+    def run_tool_conversation(
+        self, conversation: ToolConversationScenario
+    ) -> Sequence[Sequence[ToolCallOutcome]]:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": conversation.user_request}]
+        script = iter(conversation.messages)
+        host = OpenAIChatHost(
+            model="conformance-model",
+            messages=messages,
+            tools=[tool.openai_schema() for tool in conversation.tools],
+            base_url="http://provider.test/v1",
+            transport=ScriptedChatTransport(lambda body: _response(next(script))),
+        )
+        # No approver: a gated call pauses, as in run_tool_batch.
+        runner = PolicyToolRunner(
+            _functions(conversation.tools),
+            pep=conversation.pep,
+            specs=conversation.specs,
+            context=conversation.context,
+            messages=messages,
+        )
+        outcomes = []
+        for _ in conversation.messages:
+            response = host.generate(force_tool=None, directive="")
+            messages.append(response["choices"][0]["message"])
+            results = runner.run(response)
+            records = [
+                record
+                for result in results
+                if result.pending and result.judgement and result.judgement.request
+                for record in approval_records(conversation.approver(result.judgement.request))
+            ]
+            if records:
+                results = runner.run(response, approval_records=records)
+            messages.extend(result.message() for result in results)
+            outcomes.append([_outcome(result) for result in results])
+        return outcomes
 
     def routes_around_the_guard(self, policy: PolicyHarness) -> Sequence[RouteAttempt]:
         attempts = [

@@ -2,9 +2,11 @@
 
 The glue drives a real ``Agent`` loop (``agent.iter``) over Pydantic AI's own
 ``FunctionModel``: the governor runs in the agent's ``wrap_model_request``, the guard in its
-``before_tool_execute``. A single call is given the scenario's approver as ``approver=``;
-a batch really pauses with ``DeferredToolRequests`` and resumes with ``approval_results``
-carrying what the approver returned. How a Pydantic AI request maps onto the suite's
+``before_tool_execute``. A single call is given the scenario's approver as ``approver=``
+(and an empty prompt, so it has no provenance and the suite's digest); a batch really
+pauses with ``DeferredToolRequests`` and resumes with ``approval_results`` carrying what
+the approver returned; a conversation is one run whose prompt is the user's request and
+whose scripted responses make each message's calls. How a Pydantic AI request maps onto the suite's
 neutral request: a request counts as forced only when both levers were pulled — the
 function tools narrowed to exactly the chosen one (text output off) *and* ``tool_choice``
 naming it — and as forbidding tools only when no function tool is offered and
@@ -30,6 +32,7 @@ from jevqueue.testing.conformance import (
     ToolBatchScenario,
     ToolCallOutcome,
     ToolCallScenario,
+    ToolConversationScenario,
     TurnOutcome,
     TurnScenario,
     conformance_tools,
@@ -125,7 +128,9 @@ class TestPydanticAIConformance(PluginConformance):
             pep=call.pep, specs=specs_for(call.tools), context=call.context, approver=call.approver
         )
         agent = build_agent(scripted.model, call.tools, policy=policy)
-        result = agent.run_sync("Go ahead.")
+        # A call scenario shows the agent nothing (an empty prompt, no output): the call
+        # has no provenance, so its digest is the suite's.
+        result = agent.run_sync("")
         assert not isinstance(result.output, DeferredToolRequests), (
             "with an inline approver the run must not pause"
         )
@@ -176,6 +181,43 @@ class TestPydanticAIConformance(PluginConformance):
         for _, _, call_id in batch.calls:
             message, is_error = seen_by_model(seen[-1], call_id)
             outcomes.append(ToolCallOutcome(message=message, is_error=is_error))
+        return outcomes
+
+    def run_tool_conversation(
+        self, conversation: ToolConversationScenario
+    ) -> list[list[ToolCallOutcome]]:
+        """One run of one agent: the user's request is the run's prompt, each scripted
+        model response calls its message's tools, and the scenario's approver is the
+        capability's ``approver=``."""
+        seen: list[ModelCall] = []
+
+        def after(request: ModelCall) -> str:
+            seen.append(request)
+            return "done"
+
+        scripted = ScriptedModel(
+            [
+                *(
+                    [tool_call(name, arguments, call_id=call_id) for name, arguments, call_id in m]
+                    for m in conversation.messages
+                ),
+                after,
+            ]
+        )
+        policy = PolicyCapability(
+            pep=conversation.pep,
+            specs=specs_for(conversation.tools),
+            context=conversation.context,
+            approver=conversation.approver,
+        )
+        agent = build_agent(scripted.model, conversation.tools, policy=policy)
+        result = agent.run_sync(conversation.user_request)
+        assert result.output == "done", result.output
+        scripted.assert_complete()
+        outcomes = []
+        for message in conversation.messages:
+            shown = [seen_by_model(seen[-1], call_id) for _, _, call_id in message]
+            outcomes.append([ToolCallOutcome(text, is_error) for text, is_error in shown])
         return outcomes
 
     def routes_around_the_guard(self, policy: PolicyHarness) -> list[RouteAttempt]:
