@@ -158,7 +158,7 @@ class ToolPolicy:
         call_id = current_call_id.get()
         if self.guard.approver is not None or ctx is None:
             transcript = await self._transcript(ctx, call_id)
-            if not isinstance(transcript, Transcript):
+            if isinstance(transcript, Exception):
                 return self._unread(tool, call_id, transcript)
             return await self.guard.acheck(tool, arguments, call_id, transcript=transcript)
         key = _waiter_key(tool, arguments, call_id)
@@ -167,7 +167,7 @@ class ToolPolicy:
         marker = await ctx.store.get(key, default=None)
         if marker is None:
             transcript = await self._transcript(ctx, call_id)
-            if not isinstance(transcript, Transcript):
+            if isinstance(transcript, Exception):
                 return self._unread(tool, call_id, transcript)
             first = self.guard.judge(tool, arguments, call_id, transcript=transcript)
             if not first.pending or first.request is None:
@@ -190,12 +190,13 @@ class ToolPolicy:
             raise
         await ctx.store.set(key, None)
         transcript = await self._transcript(ctx, call_id)
-        if not isinstance(transcript, Transcript):
+        if isinstance(transcript, Exception):
             return self._unread(tool, call_id, transcript)
         return self._answered(key, tool, arguments, call_id, answer, transcript)
 
-    async def _transcript(self, ctx: Any, call_id: str | None) -> Transcript | Exception:
-        """What the agent had read when it made the call, or why it could not be read."""
+    async def _transcript(self, ctx: Any, call_id: str | None) -> Transcript | Exception | None:
+        """What the agent had read when it made the call (``None`` outside a workflow), or
+        why it could not be read."""
         try:
             return await memory_transcript(ctx, self.guard, call_id, self.history_keys)
         except Exception as error:  # fail closed: a call whose origins are unknown does not run

@@ -72,10 +72,22 @@ def _innermost_jevqueue_frame(error: BaseException) -> tuple[str, str] | None:
     return None
 
 
+_SEEN: set[KnownFailure] = set()
+
+
 def raise_unless_known(error: BaseException, known: tuple[KnownFailure, ...]) -> None:
-    """Re-raise ``error`` unless it is one of the ``known`` (already reported) failures."""
-    if not any(failure.matches(error) for failure in known):
-        raise error
+    """Re-raise ``error`` unless it is one of the ``known`` (already reported) failures.
+
+    The first time each known failure comes up, a line on stderr says so: the fuzzer's log
+    then shows which of them a run still reaches.
+    """
+    for failure in known:
+        if failure.matches(error):
+            if failure not in _SEEN:
+                _SEEN.add(failure)
+                print(f"known failure reached: {failure}", file=sys.stderr, flush=True)
+            return
+    raise error
 
 
 def fuzz_main(test_one_input: Callable[[bytes], None]) -> None:
