@@ -242,7 +242,7 @@ def test_the_shipped_strict_policy_requires_approval_for_build_files(
         error=UnfulfilledObligationError,
     )
     rule_ids = error.verdict.rule_ids  # type: ignore[attr-defined]
-    assert rule_ids == ("build-files",)
+    assert rule_ids == ("strict-build-files.build-files",)
 
 
 @pytest.mark.parametrize(
