@@ -82,6 +82,15 @@ def json_string_list(values: Sequence[str]) -> str:
     return "[" + ",".join(map(_quote, values)) + "]"
 
 
+def _is_unicode(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (JSON can spell a lone surrogate; UTF-8 cannot)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def canonical_record_bytes(fields: Mapping[str, Any]) -> bytes:
     """Return the RFC 8785 canonical JSON of a record's hashed fields.
 
@@ -197,6 +206,13 @@ class AuditRecord:
             values[name] = tuple(value)
         if not isinstance(data["allowed"], bool):
             raise ValueError("field 'allowed' is not a boolean")
+        for name in (*_TEXT_FIELDS, *_LIST_FIELDS):
+            texts = values[name] if name in _LIST_FIELDS else (values[name],)
+            if not all(_is_unicode(text) for text in texts):
+                raise ValueError(
+                    f"field {name!r} holds text that is not valid Unicode (a lone "
+                    "surrogate), which no writer records"
+                )
         values["allowed"] = data["allowed"]
         return cls(**values)
 

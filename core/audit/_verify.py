@@ -318,8 +318,26 @@ def _load_postgres(url: str, *, schema: str) -> _Loaded:
             )
         )
     notes: list[str] = []
-    head: _Head | None = head_row
+    head = None if head_row is None else _head(head_row, problems)
     return redacted(url), "postgresql", records, problems, head, notes
+
+
+def _head(row: Sequence[object], problems: list[AuditProblem]) -> _Head | None:
+    """The head row ``(count, record_hash)`` as read, or ``None`` (and a problem) when its
+    values are not what a writer stores: the row was altered."""
+    count, record_hash = row[0], row[1]
+    if type(count) is int and count >= 0 and type(record_hash) is str:
+        return count, record_hash
+    problems.append(
+        AuditProblem(
+            "malformed",
+            None,
+            None,
+            f"the head anchor holds count {str(count)[:40]!r} and hash "
+            f"{str(record_hash)[:80]!r}, which no writer stores: the head row was altered",
+        )
+    )
+    return None
 
 
 def _rows_to_records(
@@ -383,7 +401,7 @@ def _read_sqlite(file: Path) -> _Read:
             if "audit_head" in tables
             else None
         )
-    except sqlite3.DatabaseError as error:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as error:
         raise AuditReadError(
             f"cannot read the audit log {str(file)!r} ({error}): the database is damaged"
         ) from error
@@ -398,7 +416,7 @@ def _read_sqlite(file: Path) -> _Read:
         else:
             notes.append("no head anchor: records cut off the end cannot be detected")
     else:
-        head = (head_row[0], head_row[1])
+        head = _head(head_row, problems)
     return records, problems, head, notes
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import reprlib
 import warnings
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
@@ -157,8 +158,13 @@ class Approver(Protocol):
     def __call__(self, request: ApprovalRequest) -> ApprovalAnswer | Awaitable[ApprovalAnswer]: ...
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 60, 60
+
+
 def _describe(answer: Any) -> str:
-    text = repr(answer)
+    """A short ``repr`` of an answer: bounded in depth and length, whatever it holds."""
+    text = _SHORT.repr(answer)  # reprlib also stands in for a __repr__ that raises
     return text if len(text) <= 80 else text[:77] + "..."
 
 

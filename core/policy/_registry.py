@@ -334,12 +334,19 @@ class ToolSpec:
             # tenth of a second to import, which a policy without schemas never needs.
             from jsonschema import SchemaError, validators
 
-            validator_class = validators.validator_for(self.schema)
             try:
+                validator_class = validators.validator_for(self.schema)
                 validator_class.check_schema(self.schema)
             except SchemaError as error:
                 raise ConfigurationError(
                     f"tool {self.name!r}: the schema is not a valid JSON Schema ({error.message})"
+                ) from None
+            except (TypeError, ValueError, OverflowError, RecursionError) as error:
+                # jsonschema reads some malformed schemas with Python's own errors: a
+                # "$schema" that is not a string, a pattern no regex engine can compile.
+                raise ConfigurationError(
+                    f"tool {self.name!r}: the schema is not a JSON Schema jsonschema can read "
+                    f"({type(error).__name__}: {str(error)[:200]}): fix the schema"
                 ) from None
             object.__setattr__(self, "_validator", validator_class(self.schema))
             self._check_fields_in_schema()

@@ -465,3 +465,50 @@ def test_cli_unreadable_file_exits_2_with_advice(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["audit", "verify", str(tmp_path / "nope.sqlite3")])
     assert result.exit_code == 2
     assert "check the path" in result.output
+
+
+# --- values no writer stores ----------------------------------------------------------------
+
+
+def test_a_record_with_a_lone_surrogate_is_malformed_not_an_error(
+    tmp_path: Path, event: Event
+) -> None:
+    path, _ = write_log("jsonl", tmp_path, event, count=2)
+    lines = path.read_text("utf-8").splitlines()
+    record = json.loads(lines[1])
+    record["tool"] = "\ud800"  # valid JSON ("\\ud800"), not valid Unicode
+    path.write_text(lines[0] + "\n" + json.dumps(record) + "\n", "utf-8")
+    report = verify_audit_log(path)
+    assert not report.ok
+    malformed = [problem for problem in report.problems if problem.kind == "malformed"]
+    assert [problem.index for problem in malformed] == [1]
+    assert "lone surrogate" in malformed[0].message
+
+
+def test_a_head_anchor_whose_count_is_text_is_reported_as_altered(
+    tmp_path: Path, event: Event
+) -> None:
+    path, _ = write_log("sqlite", tmp_path, event, count=2)
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE audit_head SET count = 'one'")
+    connection.close()
+    report = verify_audit_log(path)
+    assert not report.ok
+    assert any(
+        problem.kind == "malformed" and "the head row was altered" in problem.message
+        for problem in report.problems
+    ), report.problems
+
+
+def test_a_schema_name_that_is_not_utf8_is_an_audit_read_error(
+    tmp_path: Path, event: Event
+) -> None:
+    path, _ = write_log("sqlite", tmp_path, event, count=1)
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE extra (x)")
+    connection.execute("PRAGMA writable_schema = ON")
+    connection.execute("UPDATE sqlite_master SET name = CAST(x'b3' AS TEXT) WHERE name = 'extra'")
+    connection.commit()
+    connection.close()
+    with pytest.raises(AuditReadError, match="the database is damaged"):
+        verify_audit_log(path)

@@ -186,6 +186,36 @@ def test_an_approver_that_returns_the_wrong_thing_says_what_it_returned(
     assert judgement.refused and expected in judgement.message, judgement.message
 
 
+def _nested(depth: int) -> list[object]:
+    answer: list[object] = []
+    for _ in range(depth):
+        answer = [answer]
+    return answer
+
+
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ([_nested(100_000)], "a collection holding [[[[...]]]] (list)"),
+        (["x" * 100_000], "a collection holding 'xxxx"),
+        ([_Unprintable()], "a collection holding <_Unprintable instance at"),
+    ],
+    ids=["nested-deeply", "very-long", "repr-raises"],
+)
+def test_an_answer_too_deep_long_or_unprintable_to_show_is_still_refused_with_its_type(
+    guard: Guard, answer: Any, expected: str
+) -> None:
+    guard.approver = lambda request: answer
+    judgement = guard.check("terminal", {"command": "ls"}, "call-1")
+    assert judgement.refused and expected in judgement.message, judgement.message
+    assert len(judgement.message) < 1_000
+
+
 def test_an_approver_that_raises_is_reported_with_its_own_error(guard: Guard) -> None:
     def approver(request: ApprovalRequest) -> None:
         raise RuntimeError("the pager service is unreachable")

@@ -140,3 +140,16 @@ def test_malformed_specs_are_refused(kwargs: dict[str, object]) -> None:
 def test_register_takes_only_specs() -> None:
     with pytest.raises(ConfigurationError):
         ToolRegistry().register({"name": "x"})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$schema": ["not", "a", "string"]},
+        {"type": "object", "properties": {"a": {"type": "string", "pattern": "a{4294967296}"}}},
+    ],
+    ids=["schema-keyword-not-a-string", "pattern-repetition-too-large"],
+)
+def test_a_schema_jsonschema_cannot_read_is_a_configuration_error(schema: object) -> None:
+    with pytest.raises(ConfigurationError, match="the schema is not a JSON Schema jsonschema can"):
+        ToolSpec("t", side_effects=(), schema=schema)  # type: ignore[arg-type]
