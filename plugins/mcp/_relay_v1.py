@@ -7,7 +7,9 @@ upstream's result unchanged, except ``tools/list`` (undeclared and withdrawn too
 left out), ``tools/call`` and ``resources/read`` (judged by the guard first, and forwarded
 with the judged arguments once per request id; a refused read is a JSON-RPC error carrying
 the guard's message). Approvals are asked with ``session.elicit(...)``, showing the core
-``ApprovalRequest``.
+``ApprovalRequest``. The client's cancels are applied by the relay, never by the SDK
+(:mod:`~jevqueue.plugins.mcp._cancellation_v1`): a cancelled request goes unanswered,
+and a late cancel is dropped.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from jevqueue.plugins.mcp._cancellation_v1 import Cancellations
 from jevqueue.plugins.mcp._framework import Server, types
 from jevqueue.plugins.mcp.approval_request import (
     answer_approves,
@@ -68,8 +71,12 @@ class NotificationRelay:
             self.judge.stale = True
         if self.session is None:
             return
+        root = message.root
+        # As parsed, the notification keeps the envelope's "jsonrpc" as an extra field,
+        # which send_notification would pass a second time: relay a new one.
+        relayed = types.ServerNotification(type(root)(method=root.method, params=root.params))
         try:
-            await self.session.send_notification(message)
+            await self.session.send_notification(relayed)
         except Exception as error:  # the client went away; the proxy stops on its own
             _logger.debug("could not relay a notification: %s", error)
 
@@ -225,10 +232,17 @@ async def serve(
                 server.request_handlers[request_type] = forward(request_type, result_type)
     if capabilities.resources is not None:
         server.request_handlers[types.ReadResourceRequest] = read_resource
+    cancellations = Cancellations()
+    for request_type, handler in list(server.request_handlers.items()):
+        server.request_handlers[request_type] = cancellations.handling(
+            handler, lambda: server.request_context.request_id
+        )
     options = InitializationOptions(
         server_name=info.serverInfo.name,
         server_version=info.serverInfo.version,
         capabilities=capabilities,
         instructions=info.instructions,
     )
-    await server.run(read_stream, write_stream, options)
+    await server.run(
+        cancellations.receiving(read_stream), cancellations.sending(write_stream), options
+    )
