@@ -12,6 +12,11 @@ half adapts it. It judges a call (:class:`Judgement`: allowed with the arguments
 refused with a message, or pending an :class:`ApprovalRequest`), asks the
 :class:`Approver`, and runs what was judged once.
 
+A plugin in front of someone else's tools (an MCP server) reads each listing into
+:class:`ListedTool` entries and holds the server to its declarations with
+:class:`ListingPins`: a name listed twice, a tool listed otherwise than declared or changed
+since first listed is withdrawn; a call carries only its :func:`declared_arguments`.
+
 Names are imported on first use.
 """
 
@@ -75,6 +80,11 @@ if TYPE_CHECKING:  # pragma: no cover
         JudgementKind,
         Outcome,
         refusal_message,
+    )
+    from jevqueue.policy._listing_pins import (
+        ListedTool,
+        ListingPins,
+        declared_arguments,
     )
     from jevqueue.policy._pdp import (
         PolicyDecisionPoint,
@@ -172,6 +182,9 @@ _EXPORTS: dict[str, str] = {
     "ShellWorkingDirectoryRule": "jevqueue.policy._default_rules",
     "WorkspaceContainmentRule": "jevqueue.policy._default_rules",
     "default_rules": "jevqueue.policy._default_rules",
+    "ListedTool": "jevqueue.policy._listing_pins",
+    "ListingPins": "jevqueue.policy._listing_pins",
+    "declared_arguments": "jevqueue.policy._listing_pins",
     "PolicyDecisionPoint": "jevqueue.policy._pdp",
     "RuleBasedPolicyDecisionPoint": "jevqueue.policy._pdp",
     "create_default_policy_decision_point": "jevqueue.policy._pdp",
@@ -251,6 +264,8 @@ __all__ = [
     "HardLinkRule",
     "Judgement",
     "JudgementKind",
+    "ListedTool",
+    "ListingPins",
     "MissingTargetRule",
     "Origin",
     "Outcome",
@@ -280,6 +295,7 @@ __all__ = [
     "check_canonical",
     "create_default_policy_decision_point",
     "declare_side_effect",
+    "declared_arguments",
     "default_rules",
     "encode_json_string",
     "encode_prevalidated",

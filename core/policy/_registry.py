@@ -230,6 +230,11 @@ class ToolSpec:
         origin: who serves the tool, when that is not this process (an MCP server's
             name and a hash of its command or URL). Part of the action digest: an
             approval of one server's call never runs on another's.
+        description: the tool's description as its server lists it, when reviewed (a
+            tools file's ``description``): a plugin in front of someone else's tools
+            withdraws the tool when it is listed with another
+            (:class:`~jevqueue.policy.ListingPins`). A review pin, not policy: it is not
+            part of the action digest.
 
     A path field holds a string; one whose schema property is an ``array`` holds a list of
     strings, each element a path judged and resolved like a single one.
@@ -249,6 +254,7 @@ class ToolSpec:
     paths_as_written: bool = False
     output_trust: str = UNTRUSTED
     origin: str | None = None
+    description: str | None = field(default=None, repr=False)
     _validator: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
     _digest_parts: tuple[str, str] = field(
         default=("", ""), init=False, repr=False, compare=False, hash=False
@@ -327,6 +333,11 @@ class ToolSpec:
                     "who serves the tool, such as 'mcp:files:sha256:...'"
                 )
             object.__setattr__(self, "_origin_part", ',"origin":' + encode_json_string(self.origin))
+        if self.description is not None and not isinstance(self.description, str):
+            raise ConfigurationError(
+                f"tool {self.name!r}: description must be a string (the tool's description "
+                f"as its server lists it), not {type(self.description).__name__}"
+            )
         if self.schema is not None:
             if not isinstance(self.schema, Mapping):
                 raise ConfigurationError(f"tool {self.name!r}: schema must be a mapping")
@@ -400,6 +411,7 @@ class ToolSpec:
         paths_as_written: bool = False,
         output_trust: str = "untrusted",
         origin: str | None = None,
+        description: str | None = None,
     ) -> ToolSpec:
         """The one way every plugin's ``tool_spec(...)`` and the tools file declare a tool.
 
@@ -433,6 +445,7 @@ class ToolSpec:
             paths_as_written=paths_as_written,
             output_trust=output_trust,
             origin=origin,
+            description=description,
         )
 
     @property

@@ -13,6 +13,7 @@ The same facts a plugin's ``tool_spec(...)`` declares, one ``[[tool]]`` table pe
     side_effects = ["shell_command"]
     cwd_field = "cwd"
     content_fields = ["command"]
+    description = "Run the test suite in a directory."   # optional: the reviewed description
 
     [tool.schema]              # optional: a JSON Schema the arguments must satisfy
     type = "object"
@@ -21,9 +22,12 @@ The same facts a plugin's ``tool_spec(...)`` declares, one ``[[tool]]`` table pe
     properties.cwd = { type = "string" }
 
 Keys: ``name`` and ``side_effects`` are required; ``path_fields``, ``cwd_field``,
-``content_fields``, ``schema``, ``output_trust`` (``"trusted"`` or ``"untrusted"``), ``origin``,
-``literal_paths`` and ``paths_as_written`` (booleans, see
-:class:`~jevqueue.policy.ToolSpec`) are optional. ``required_path_fields`` defaults to every
+``content_fields``, ``schema``, ``description``, ``output_trust`` (``"trusted"`` or
+``"untrusted"``), ``origin``, ``literal_paths`` and ``paths_as_written`` (booleans, see
+:class:`~jevqueue.policy.ToolSpec`) are optional. ``schema`` and ``description`` are the tool
+as its server lists it (``jevqueue mcp-proxy --describe`` prints both): a plugin in front of
+someone else's tools withdraws a tool listed otherwise (:class:`~jevqueue.policy.ListingPins`);
+neither is part of an action digest. ``required_path_fields`` defaults to every
 path field and the ``cwd_field`` — a call that leaves one out is refused — and can be set
 to a shorter list (``[]`` makes them all optional). Any other key is a mistake, reported
 with its line and the nearest known key, never ignored: a misspelt ``path_field`` would
@@ -56,6 +60,7 @@ _KEYS = (
     "paths_as_written",
     "output_trust",
     "origin",
+    "description",
 )
 _LISTS = ("side_effects", "path_fields", "required_path_fields", "content_fields")
 
@@ -145,6 +150,13 @@ def _spec(file: str, lines: TomlLineIndex, index: int, table: Mapping[str, Any])
             raise fail(key, f'{key!r} must be a list of strings, such as ["path"]')
     if "schema" in table and not isinstance(table["schema"], dict):
         raise fail("schema", "'schema' must be a table (a JSON Schema written in TOML)")
+    if "description" in table and not isinstance(table["description"], str):
+        raise fail(
+            "description",
+            f"tool {str(table['name'])[:80]!r}: 'description' must be a string (the tool's "
+            f"description as its server lists it), not {_kind(table['description'])}; quote "
+            'it as --describe prints it: description = "..."',
+        )
     try:
         return ToolSpec.declare(
             table["name"],
@@ -158,6 +170,7 @@ def _spec(file: str, lines: TomlLineIndex, index: int, table: Mapping[str, Any])
             paths_as_written=table.get("paths_as_written", False),
             output_trust=table.get("output_trust", "untrusted"),
             origin=table.get("origin"),
+            description=table.get("description"),
         )
     except ConfigurationError as error:
         message = str(error)

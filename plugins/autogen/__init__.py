@@ -12,7 +12,9 @@ turn, the PEP in front of every tool call.
 * :class:`PolicyWorkbench` fronts any ``Workbench`` (``StaticWorkbench``, ``McpWorkbench``):
   every call is judged by :class:`jevqueue.policy.Guard` before the inner workbench runs
   it, with the arguments that were judged; a refusal is a ``ToolResult(is_error=True)``
-  the model reads. Approvals go to ``approver=``.
+  the model reads. Approvals go to ``approver=``. The listing of any other workbench is
+  pinned (:class:`jevqueue.policy.ListingPins`): a name listed twice, or a tool listed
+  otherwise than declared or than first listed, is hidden and refused.
 
 **Classic AutoGen** (``ConversableAgent``; ag2 0.x, ``import autogen``,
 ``pip install "jevqueue[ag2]"``), in its ``AgentCapability`` idiom:

@@ -20,7 +20,26 @@ call is refused whole when one is. Handoffs (``AssistantAgent(handoffs=...)``,
 ``Swarm``) never reach a workbench: :class:`~.agentchat_client.GovernedChatCompletionClient`
 refuses a turn that offers one. A call carrying an argument its declared schema does not
 name is refused, naming it, before anything runs: a schema that does not close its
-properties would otherwise let it through to the tool unjudged.
+properties would otherwise let it through to the tool unjudged. The allowed names are the
+declared schema's ``properties`` (else the pinned listing's; a ``StaticWorkbench`` tool
+declared without a schema is the user's own function, not narrowed) and the declared path,
+working-directory and content fields.
+
+Someone else's tools are also pinned (:class:`~jevqueue.policy.ListingPins`, the rule the
+MCP proxy holds): every ``list_tools`` of a workbench that is not a ``StaticWorkbench`` is
+read into the core's :class:`~jevqueue.policy.ListedTool` (a ``ToolSchema``'s ``name``,
+``description`` and ``parameters``). A name listed twice, a declared tool listed with a
+description or schema other than its declaration's (``ToolSpec.description``,
+``ToolSpec.schema``; a tools file's ``description`` and ``[tool.schema]``), and one whose
+description or schema changed since the wrapper first listed it are withdrawn: hidden from
+``list_tools``, refused by the guard when called (audited), one warning logged
+(``jevqueue.plugins.autogen``), for the wrapper's life. A call that arrives before any
+``list_tools`` (``AssistantAgent`` lists before each call; a caller of ``call_tool`` may
+not) lists first, so it is judged against what the server lists, never against a listing
+nobody read; a listing that fails refuses the call. Later calls are judged against the
+latest listing read, which is what the model was shown. A declared schema is compared as
+``McpWorkbench`` lists it: ``type``, ``properties``, ``required`` and
+``additionalProperties``.
 
 The wrapper is deliberately *not* a ``StreamWorkbench``: ``AssistantAgent`` sends every
 call of a workbench that is one through ``call_tool_stream``, and this wrapper governs
@@ -30,20 +49,37 @@ each call returns its final result.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jevqueue.errors import ConfigurationError, InvalidToolArgumentsError
+from jevqueue.errors import (
+    ConfigurationError,
+    InvalidToolArgumentsError,
+    JevRuntimeError,
+    UnregisteredToolError,
+)
 from jevqueue.plugins.autogen._agentchat_framework import (
     StaticWorkbench,
     TextResultContent,
     ToolResult,
     Workbench,
 )
-from jevqueue.policy import Approver, ExecutionContext, Guard, Judgement, ToolSpec
+from jevqueue.policy import (
+    Approver,
+    ExecutionContext,
+    Guard,
+    Judgement,
+    ListedTool,
+    ListingPins,
+    ToolSpec,
+    declared_arguments,
+)
 from jevqueue.policy._approval_request import deprecated_approver
 
 __all__ = ["PolicyWorkbench"]
+
+_logger = logging.getLogger("jevqueue.plugins.autogen")
 
 
 class PolicyWorkbench(Workbench):
@@ -64,6 +100,12 @@ class PolicyWorkbench(Workbench):
             decline). Without one such calls are refused with a message saying how to add
             one.
         approval_func: The former name of ``approver`` (deprecated).
+
+    Attributes:
+        guard: The :class:`~jevqueue.policy.Guard` that judges, runs and audits each call.
+        pins: The :class:`~jevqueue.policy.ListingPins` of any other workbench's listing
+            (``pins.withdrawn``: the tools hidden and refused, and why); ``None`` for a
+            ``StaticWorkbench``.
 
     Raises:
         ConfigurationError: ``inner`` is not a ``Workbench``, ``specs`` is malformed, a
@@ -97,11 +139,16 @@ class PolicyWorkbench(Workbench):
         )
         # A StaticWorkbench lists the tools its user handed over, without waiting on
         # anything: each must be declared, checked now. Other workbenches (McpWorkbench)
-        # serve someone else's tools: only the declared ones are offered (list_tools).
+        # serve someone else's tools: only the declared ones are offered (list_tools), and
+        # their listing is pinned.
+        self.pins: ListingPins | None = None
         if isinstance(inner, StaticWorkbench):
             listed = _now(inner.list_tools())
             if listed is not None:
                 self._check(listed)
+        else:
+            self.pins = ListingPins(self.guard.registry.specs(), schema_view=_as_parameters)
+        self._listed = False
 
     @property
     def judge(self) -> Guard:
@@ -121,12 +168,33 @@ class PolicyWorkbench(Workbench):
 
     async def list_tools(self) -> list[Any]:
         """The inner workbench's declared tools: a ``StaticWorkbench``'s, each checked to
-        have a declaration; any other workbench's, less the undeclared ones."""
+        have a declaration; any other workbench's, read into the pins, less the undeclared
+        and the withdrawn ones."""
         tools = await self.inner.list_tools()
-        if isinstance(self.inner, StaticWorkbench):
+        if self.pins is None:
             self._check(tools)
             return tools
-        return [tool for tool in tools if self.guard.declares(tool["name"])]
+        withdrawn = self._read(tools)
+        return [
+            tool
+            for tool in tools
+            if self.guard.declares(tool["name"]) and tool["name"] not in withdrawn
+        ]
+
+    def _read(self, tools: Iterable[Any]) -> Mapping[str, str]:
+        """Read one listing into the pins, log each tool it withdraws; the withdrawn."""
+        if self.pins is None:
+            return {}
+        listing = [listed for listed in map(_listed, tools) if listed is not None]
+        for name, reason in self.pins.read(listing):
+            if name in self.guard.registry:
+                _logger.warning(
+                    "PolicyWorkbench: hiding and refusing %r until it is declared again: %s",
+                    name,
+                    reason,
+                )
+        self._listed = True
+        return self.pins.withdrawn
 
     async def call_tool(
         self,
@@ -135,18 +203,25 @@ class PolicyWorkbench(Workbench):
         cancellation_token: Any = None,
         call_id: str | None = None,
     ) -> ToolResult:
-        """Judge the call; run it on the inner workbench only when the policy allows it."""
-        extra = _undeclared_arguments(self.guard, name, arguments)
-        if extra:
-            judgement = self.guard.refuse(
-                name,
-                InvalidToolArgumentsError(
-                    name,
-                    f"the arguments {extra} are not parameters of its declared schema, so "
-                    "nothing was run: call it with its declared parameters only",
-                ),
-                call_id,
-            )
+        """Judge the call; run it on the inner workbench only when the policy allows it.
+
+        A call of a pinned workbench before any ``list_tools`` lists first: a tool is
+        judged against what the server lists now, never against a listing unread (a
+        listing that fails refuses the call, audited; the next call lists again).
+        """
+        refusal: Exception | None = None
+        if self.pins is not None and not self._listed:
+            try:
+                self._read(await self.inner.list_tools())
+            except Exception as error:
+                refusal = JevRuntimeError(
+                    f"the workbench's tools could not be listed ({type(error).__name__}: "
+                    f"{str(error)[:200]}), so the call could not be judged against them and "
+                    "nothing was run: check that the server runs, then call again"
+                )
+        refusal = refusal or self._refusal(name, arguments)
+        if refusal is not None:
+            judgement = self.guard.refuse(name, refusal, call_id)
         else:
             judgement = await self.guard.acheck(name, arguments, call_id)
         if not judgement.allowed:
@@ -158,6 +233,47 @@ class PolicyWorkbench(Workbench):
             return await self.inner.call_tool(name, run, cancellation_token, call_id)
 
         return await self.guard.arun(judgement, execute)
+
+    def _refusal(self, name: object, arguments: object) -> Exception | None:
+        """Why a call of a declared tool is refused before the policy is asked: the tool
+        is withdrawn, or the call carries an argument its declaration does not name.
+
+        Such an argument (a schema that does not close its properties lets it through)
+        would reach the tool unjudged: a server's second path, a flag. The allowed names
+        are :func:`~jevqueue.policy.declared_arguments`, with the pinned listing's schema
+        for a tool declared without one; a ``StaticWorkbench`` tool declared without a
+        schema that names its properties is the user's own function, and is not narrowed.
+        ``None`` when nothing is wrong here, or when the guard refuses the call anyway (an
+        undeclared tool, arguments that are no object).
+        """
+        if type(name) is not str or name not in self.guard.registry:
+            return None
+        why = self.pins.withdrawn.get(name) if self.pins is not None else None
+        if why is not None:
+            return UnregisteredToolError(
+                name,
+                f"tool {name!r} is withdrawn: {why}; it stays hidden and refused until the "
+                "workbench is built again with declarations that describe it (review what "
+                "the server lists now, and declare its description and schema as reviewed)",
+            )
+        if not isinstance(arguments, Mapping):
+            return None
+        spec = self.guard.registry.get(name)
+        if self.pins is not None:
+            allowed = self.pins.arguments(spec)
+        elif spec.schema is not None and isinstance(spec.schema.get("properties"), Mapping):
+            allowed = declared_arguments(spec, None)
+        else:
+            return None
+        extra = sorted(str(key) for key in arguments if key not in allowed)
+        if not extra:
+            return None
+        return InvalidToolArgumentsError(
+            name,
+            f"the arguments {extra} are not parameters of its declaration (its parameters: "
+            f"{', '.join(sorted(allowed)) or 'none'}), so nothing was run: call it with its "
+            "declared parameters only",
+        )
 
     async def start(self) -> None:
         """Start the inner workbench."""
@@ -180,27 +296,26 @@ class PolicyWorkbench(Workbench):
         await self.inner.load_state(state)
 
 
-def _undeclared_arguments(guard: Guard, name: object, arguments: object) -> list[str]:
-    """The arguments of a call that its declared schema does not name.
+def _listed(tool: Any) -> ListedTool | None:
+    """A ``ToolSchema`` as the core pins it (``None``: it has no string name)."""
+    if not isinstance(tool, Mapping) or type(tool.get("name")) is not str:
+        return None
+    description, parameters = tool.get("description"), tool.get("parameters")
+    return ListedTool(
+        name=tool["name"],
+        description=description if isinstance(description, str) else None,
+        schema=parameters if isinstance(parameters, Mapping) else {},
+    )
 
-    A schema that does not close its properties (``additionalProperties``) lets them
-    through, and the inner workbench would hand them to the tool unjudged: a server's
-    second path, a flag. The MCP proxy holds the same rule.
-    """
-    if type(name) is not str or not isinstance(arguments, Mapping) or name not in guard.registry:
-        return []
-    spec = guard.registry.get(name)
-    properties = spec.schema.get("properties") if spec.schema is not None else None
-    if not isinstance(properties, Mapping):
-        return []
-    declared = {
-        *properties,
-        *spec.path_fields,
-        *(pointer.split("/", 1)[0] for pointer in spec.content_fields),
+
+def _as_parameters(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A schema as ``McpWorkbench`` lists an MCP ``inputSchema`` (its ``ParametersSchema``)."""
+    return {
+        "type": "object",
+        "properties": schema.get("properties", {}),
+        "required": schema.get("required", []),
+        "additionalProperties": schema.get("additionalProperties", False),
     }
-    if spec.cwd_field is not None:
-        declared.add(spec.cwd_field)
-    return sorted(str(key) for key in arguments if key not in declared)
 
 
 def _now(awaitable: Any) -> Any:

@@ -17,8 +17,9 @@ and the upstream never sees the call. Every decision lands in the audit log.
   tools file declares no writing effect is refused; ``readOnlyHint`` loosens nothing.
 * **Only declared arguments go upstream.** A call carrying an argument its declaration
   does not name is refused, naming it (:class:`CallJudge`).
-* **The listing is pinned** (:mod:`~jevqueue.plugins.mcp.listing_pins`): a tool listed
-  with a schema other than its ``[tool.schema]``, or whose description, title or schema
+* **The listing is pinned** (:class:`~jevqueue.policy.ListingPins`): a tool listed with a
+  schema or description other than its ``[tool.schema]`` or ``description`` (both printed
+  by ``--describe``, so they hold across restarts), or whose description, title or schema
   changes after the proxy first read it, and any name listed twice, are hidden and
   refused until the proxy restarts with a tools file that describes them again; each
   withdrawal is one line of the log.

@@ -13,10 +13,10 @@ What the proxy adds to the guard is MCP's own:
   like an undeclared one (annotations only ever tighten; ``readOnlyHint`` loosens
   nothing). The listing is read when the proxy starts, on every ``tools/list``, and again
   before the next call after the upstream announces ``notifications/tools/list_changed``.
-* **The listing is pinned** (:class:`~jevqueue.plugins.mcp.listing_pins.ListingPins`): a
-  declared tool listed with a schema other than the tools file's, or changed after the
-  proxy first listed it, or a name listed twice, is withdrawn — hidden and refused — and
-  the withdrawal logged once.
+* **The listing is pinned** (:class:`~jevqueue.policy.ListingPins`): a declared tool
+  listed with a schema or description other than the tools file's (``[tool.schema]``,
+  ``description``), or changed after the proxy first listed it, or a name listed twice, is
+  withdrawn — hidden and refused — and the withdrawal logged once.
 * **A call carries only declared arguments.** An argument the declaration does not name
   (its schema's ``properties``, its path, working-directory and content fields) would
   reach the upstream unjudged: the call is refused, naming it, and audited.
@@ -50,7 +50,6 @@ from jevqueue.errors import (
     InvalidToolArgumentsError,
     UnregisteredToolError,
 )
-from jevqueue.plugins.mcp.listing_pins import ListingPins
 from jevqueue.plugins.mcp.no_elicitation import (
     APPROVALS_META_KEY,
     no_authority_message,
@@ -66,6 +65,8 @@ from jevqueue.policy import (
     ExecutionContext,
     Guard,
     Judgement,
+    ListedTool,
+    ListingPins,
     ToolRegistry,
     ToolSpec,
     registry_from_specs,
@@ -95,6 +96,20 @@ def _refused_by_annotations(spec: ToolSpec, annotations: Mapping[str, Any] | Non
             "its writing effect (file_write, file_delete or shell_command) and its path fields"
         )
     return None
+
+
+def _listed(tool: Mapping[str, Any]) -> ListedTool | None:
+    """A ``tools/list`` entry as the core pins it (``None``: it has no string name)."""
+    name, schema = tool.get("name"), tool.get("inputSchema")
+    if type(name) is not str:
+        return None
+    title, description = tool.get("title"), tool.get("description")
+    return ListedTool(
+        name=name,
+        title=title if isinstance(title, str) else None,
+        description=description if isinstance(description, str) else None,
+        schema=schema if isinstance(schema, Mapping) else {},
+    )
 
 
 class _ListedRegistry(ToolRegistry):
@@ -224,7 +239,8 @@ class CallJudge:
         def declared(name: str) -> bool:
             return ToolRegistry.__contains__(registry, name)
 
-        for name, reason in self.pins.read(tools, declared):
+        listing = [listed for listed in map(_listed, tools) if listed is not None]
+        for name, reason in self.pins.read(listing):
             registry.withdrawn[name] = (
                 f"{reason}; it stays hidden and refused until the proxy restarts with a tools "
                 "file that describes it again (operator: review what `jevqueue mcp-proxy "

@@ -103,7 +103,7 @@ class PolicyProxyServer:
     ``initialize`` (server name, version, instructions, capabilities) and ``tools/list``
     are relayed as the upstream answers them, less what the proxy refuses: tools without
     a spec, a name listed twice, and a tool listed otherwise than pinned
-    (:mod:`~jevqueue.plugins.mcp.listing_pins`) are hidden from ``tools/list`` and refused
+    (:class:`~jevqueue.policy.ListingPins`) are hidden from ``tools/list`` and refused
     when called anyway. A ``tools/call`` runs upstream only when the PEP allows it, with
     declared arguments only; otherwise the client gets a ``CallToolResult`` with
     ``isError`` true saying why, and the upstream never sees it. Resources are relayed

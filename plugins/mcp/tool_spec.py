@@ -10,7 +10,8 @@ upstream's word about itself, so they only ever make a suggestion stricter:
 Path-named fields are declared as path fields when they hold a string or a list of strings
 (each element judged and resolved like a single path); a tool that moves or renames
 declares ``file_delete`` beside ``file_write``, since a move removes its source. The
-``[tool.schema]`` printed is the upstream's ``inputSchema`` verbatim: the proxy pins it.
+``[tool.schema]`` printed is the upstream's ``inputSchema`` verbatim, and ``description`` its
+description exactly (one TOML line, every control character escaped): the proxy pins both.
 """
 
 from __future__ import annotations
@@ -105,7 +106,10 @@ _READ_NAME = re.compile(
 
 @dataclass(frozen=True)
 class SuggestedSpec:
-    """One suggested ``[[tool]]`` table, with the notes a reviewer should read."""
+    """One suggested ``[[tool]]`` table, with the notes a reviewer should read.
+
+    ``description`` is the upstream's, exactly as listed (``None``: it lists none).
+    """
 
     name: str
     side_effects: tuple[str, ...]
@@ -114,7 +118,7 @@ class SuggestedSpec:
     content_fields: tuple[str, ...]
     schema: Mapping[str, Any] | None
     notes: tuple[str, ...]
-    description: str
+    description: str | None
     declarable: bool = True
 
 
@@ -135,6 +139,7 @@ def suggest_specs(tools: Iterable[Any]) -> list[SuggestedSpec]:
         schema = data.get("inputSchema") if isinstance(data.get("inputSchema"), Mapping) else {}
         properties = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
         annotations = data.get("annotations") or {}
+        description = data.get("description")
         notes: list[str] = []
         paths: list[str] = []
         declarable = True
@@ -193,15 +198,46 @@ def suggest_specs(tools: Iterable[Any]) -> list[SuggestedSpec]:
                 content_fields=tuple(contents),
                 schema=schema or None,
                 notes=tuple(notes),
-                description=str(data.get("description") or "").strip(),
+                description=description if isinstance(description, str) else None,
                 declarable=declarable,
             )
         )
     return suggestions
 
 
+_TOML_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _control(char: str) -> bool:
+    """Whether TOML requires ``char`` escaped in a string (and forbids it in a comment)."""
+    return (char < " " and char != "\t") or char == "\x7f"
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a one-line TOML basic string: quotes, backslashes, line breaks and every
+    other control character (DEL included, which JSON leaves as it is) escaped."""
+    escaped = []
+    for char in text:
+        if char in _TOML_ESCAPES:
+            escaped.append(_TOML_ESCAPES[char])
+        elif _control(char):
+            escaped.append(f"\\u{ord(char):04X}")
+        else:
+            escaped.append(char)
+    return '"' + "".join(escaped) + '"'
+
+
 def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_string(key)
 
 
 def _toml_value(value: Any) -> str | None:
@@ -213,7 +249,7 @@ def _toml_value(value: Any) -> str | None:
     if isinstance(value, (int, float)):
         return json.dumps(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return _toml_string(value)
     if isinstance(value, list):
         items = [item for item in (_toml_value(v) for v in value) if item is not None]
         return "[" + ", ".join(items) + "]"
@@ -228,7 +264,7 @@ def _toml_value(value: Any) -> str | None:
 
 
 def _strings(values: Iterable[str]) -> str:
-    return "[" + ", ".join(json.dumps(value) for value in values) + "]"
+    return "[" + ", ".join(_toml_string(value) for value in values) + "]"
 
 
 def describe_tools(tools: Iterable[Any], *, source: str = "", resources: bool = False) -> str:
@@ -245,25 +281,37 @@ def describe_tools(tools: Iterable[Any], *, source: str = "", resources: bool = 
         *([f"# Suggested from the tools/list of: {source}"] if source else []),
         "# Review every table: the suggestions come from the server's own schema and",
         "# annotations, which the proxy does not trust. A tool left out is refused.",
-        "# Each [tool.schema] is the schema the server lists, pinned: the proxy refuses a",
-        "# tool listed with another schema, and any argument its schema does not name.",
+        "# Each description and [tool.schema] is what the server lists, pinned: the proxy",
+        "# refuses a tool listed with another, and any argument its schema does not name.",
+        "# Read each description: it is what the model reads about the tool.",
     ]
     for suggestion in suggest_specs(tools):
         lines.append("")
-        if suggestion.description:
-            first = suggestion.description.splitlines()[0][:100]
-            lines.append(f"# {first}")
-        lines.extend(f"# NOTE: {note}" for note in suggestion.notes)
+        notes = list(suggestion.notes)
+        description = suggestion.description
+        if description is not None and _SURROGATE.search(description):
+            notes.append(
+                "its description holds unpaired surrogates, which TOML cannot write: it is "
+                "left out, and pinned only for the life of each proxy"
+            )
+            description = None
+        if description and description.strip():
+            first = description.strip().splitlines()[0][:100]
+            # A comment holds no control character (TOML): the description line is exact.
+            lines.append("# " + "".join(" " if _control(char) else char for char in first))
+        lines.extend(f"# NOTE: {note}" for note in notes)
         start = len(lines)
         lines.append("[[tool]]")
-        lines.append(f"name = {json.dumps(suggestion.name)}")
+        lines.append(f"name = {_toml_string(suggestion.name)}")
         lines.append(f"side_effects = {_strings(suggestion.side_effects)}")
         if suggestion.path_fields:
             lines.append(f"path_fields = {_strings(suggestion.path_fields)}")
         if suggestion.cwd_field:
-            lines.append(f"cwd_field = {json.dumps(suggestion.cwd_field)}")
+            lines.append(f"cwd_field = {_toml_string(suggestion.cwd_field)}")
         if suggestion.content_fields:
             lines.append(f"content_fields = {_strings(suggestion.content_fields)}")
+        if description is not None:
+            lines.append(f"description = {_toml_string(description)}")
         if suggestion.schema:
             lines.append("")
             lines.append("[tool.schema]")

@@ -123,3 +123,45 @@ def test_an_unknown_side_effect_names_its_line_and_the_nearest_name(tmp_path: Pa
         load_tools_file(path)
     assert raised.value.line == 4
     assert "did you mean 'file_write'" in str(raised.value).lower()
+
+
+def test_a_description_is_read_exactly_and_kept_out_of_the_action_digest(tmp_path: Path) -> None:
+    """``description`` pins the reviewed text (a plugin in front of someone else's tools
+    withdraws a tool listed with another); it is not policy, so no digest changes."""
+    text = (
+        '[[tool]]\nname = "write_file"\nside_effects = ["file_write"]\npath_fields = ["path"]\n'
+        'description = "Write a file.\\nSay \\"why\\" first.\\t\\u007f"\n'
+    )
+    (described,) = load_tools_file(write(tmp_path, text))
+    assert described.description == 'Write a file.\nSay "why" first.\t\x7f'
+    (plain,) = load_tools_file(write(tmp_path, text.rsplit("description", 1)[0]))
+    assert plain.description is None
+    context = ExecutionContext(
+        task_id="t", actor_id="a", workspace=str(tmp_path), git_sha="0123456789abcdef"
+    )
+    digests = {
+        Action.build(ToolRegistry([spec]), "write_file", {"path": "a.txt"}, context).digest
+        for spec in (described, plain)
+    }
+    assert len(digests) == 1
+
+
+@pytest.mark.parametrize("value", ["3", "true", '["Write a file."]', '{ text = "x" }'])
+def test_a_description_that_is_not_a_string_names_file_line_tool_and_fix(
+    tmp_path: Path, value: str
+) -> None:
+    path = write(
+        tmp_path, f'[[tool]]\nname = "write_file"\nside_effects = []\ndescription = {value}\n'
+    )
+    with pytest.raises(ToolsFileError) as raised:
+        load_tools_file(path)
+    assert raised.value.file == str(path) and raised.value.line == 4
+    message = str(raised.value)
+    assert "tool 'write_file': 'description' must be a string" in message
+    assert 'description = "..."' in message  # what to write instead
+
+
+def test_a_misspelt_description_is_a_mistake_not_ignored(tmp_path: Path) -> None:
+    path = write(tmp_path, '[[tool]]\nname = "w"\nside_effects = []\ndescripton = "x"\n')
+    with pytest.raises(ToolsFileError, match="did you mean 'description'"):
+        load_tools_file(path)
