@@ -20,6 +20,12 @@ r"""Every error jevqueue raises, under one root.
     │   ├── PolicyFileError            a policy file that cannot be read or is wrong (.file, .line)
     │   ├── ToolsFileError             a tools file that cannot be read or is wrong (.file, .line)
     │   ├── InvalidApprovalError       an approval record that is malformed
+    │   ├── UnknownRequestError        no request in the approval inbox has that id (or prefix)
+    │   ├── DecisionRefusedError       the approval inbox refuses a decision (.request_id)
+    │   │   ├── SelfApprovalError      the requester tried to approve its own request
+    │   │   ├── DuplicateDecisionError a reviewer who already decided tried again
+    │   │   ├── RequestClosedError     the request expired or was already decided (.state)
+    │   │   └── DigestMismatchError    the approval names another action than the request's
     │   └── NetworkAccessError         a test reached for the network while the guard forbids it
     ├── JevRuntimeError                something failed while running
     │   ├── ProviderDisobeyedError     the provider ignored the selected tool; nothing executed
@@ -27,12 +33,15 @@ r"""Every error jevqueue raises, under one root.
     │   ├── DecisionError              the governor's decision itself failed (on_error="raise")
     │   ├── AuditWriteError            the audit record could not be written; the call is denied
     │   ├── AuditIntegrityError        a verified audit log was edited, reordered or truncated
-    │   └── AuditReadError             an audit log is missing, unreadable, or not an audit log
+    │   ├── AuditReadError             an audit log is missing, unreadable, or not an audit log
+    │   └── InboxError                 the approval inbox could not be read or written
+    │       └── InboxCorruptionError   a stored request is damaged (.request_id)
     └── ControlSignal                  not a bug: the flow stops here on purpose
         ├── PolicyDeniedError          the policy denied the call (.verdict)
         ├── UnfulfilledObligationError an obligation such as explicit approval is unmet (.verdict)
         ├── ApprovalRequiredError      an interactive approval is pending (.verdict)
         │   └── ApprovalDeclinedError  an approver said no; the model reads its message
+        │       └── ApprovalExpiredError nobody decided before the request expired
         ├── ToolInterruptedError       a call's first run was interrupted; it is not run again
         └── TurnInterruptedError       the host was interrupted before any effect
 
@@ -53,6 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "ApprovalDeclinedError",
+    "ApprovalExpiredError",
     "ApprovalRequiredError",
     "ArgumentsTooDeepError",
     "ArgumentsTooLargeError",
@@ -63,6 +73,11 @@ __all__ = [
     "ControlSignal",
     "CyclicArgumentsError",
     "DecisionError",
+    "DecisionRefusedError",
+    "DigestMismatchError",
+    "DuplicateDecisionError",
+    "InboxCorruptionError",
+    "InboxError",
     "IntegerOutOfRangeError",
     "InvalidApprovalError",
     "InvalidContextError",
@@ -78,10 +93,13 @@ __all__ = [
     "PolicyFileError",
     "ProviderDisobeyedError",
     "ProviderHTTPError",
+    "RequestClosedError",
+    "SelfApprovalError",
     "ToolInterruptedError",
     "ToolsFileError",
     "TurnInterruptedError",
     "UnfulfilledObligationError",
+    "UnknownRequestError",
     "UnregisteredToolError",
     "UnsupportedTypeError",
     "UsageError",
@@ -205,6 +223,44 @@ class InvalidApprovalError(UsageError):
     """An approval record is malformed (missing fields, bad timestamps, bad signature encoding)."""
 
 
+class UnknownRequestError(UsageError):
+    """No request in the approval inbox has that id, or a prefix matches several."""
+
+
+class DecisionRefusedError(UsageError):
+    """The approval inbox refuses a decision; nothing was recorded.
+
+    ``request_id`` names the request. The subclasses say which rule refused it.
+    """
+
+    def __init__(self, message: str, *, request_id: str = "") -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+class SelfApprovalError(DecisionRefusedError):
+    """The reviewer is the actor that filed the request: nobody approves their own call."""
+
+
+class DuplicateDecisionError(DecisionRefusedError):
+    """The reviewer already decided this request; each reviewer decides once."""
+
+
+class RequestClosedError(DecisionRefusedError):
+    """The request is no longer pending: it expired, or was approved, denied or cancelled.
+
+    ``state`` is what it is now (``"expired"``, ``"approved"``, ...).
+    """
+
+    def __init__(self, message: str, *, request_id: str = "", state: str = "") -> None:
+        super().__init__(message, request_id=request_id)
+        self.state = state
+
+
+class DigestMismatchError(DecisionRefusedError):
+    """The approval record names another action digest than the request's."""
+
+
 class NetworkAccessError(UsageError):
     """Code under test connected to, or looked up, a host the network guard forbids.
 
@@ -272,6 +328,21 @@ class AuditReadError(JevRuntimeError):
     """An audit log cannot be verified at all: it is missing, unreadable, or not an audit log."""
 
 
+class InboxError(JevRuntimeError):
+    """The approval inbox could not be read or written; no decision can be relied on."""
+
+
+class InboxCorruptionError(InboxError):
+    """A request stored in the approval inbox is damaged: it is never read as a decision.
+
+    ``request_id`` names it (``""`` when even the id is unreadable).
+    """
+
+    def __init__(self, message: str, *, request_id: str = "") -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
 # --- control-flow signals -----------------------------------------------------
 
 
@@ -321,6 +392,15 @@ class ApprovalDeclinedError(ApprovalRequiredError):
             return authority.issue(request.action_digest)
 
     ``.verdict`` is optional (the guard knows which call was declined).
+    """
+
+
+class ApprovalExpiredError(ApprovalDeclinedError):
+    """Nobody decided before the approval request expired; the call does not run.
+
+    A :class:`ApprovalDeclinedError`, so every plugin refuses the call as it refuses a
+    declined one; the guard reports it as expired, not declined, in the message the model
+    reads and in the audit record.
     """
 
 

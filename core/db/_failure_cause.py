@@ -19,7 +19,8 @@ def failure_cause(error: BaseException, *, grants: bool = True) -> str:
         cause += (
             "; the database user lacks a grant: give it exactly the grants docs/deployment.md "
             "lists for its role (a worker: USAGE on the schema, SELECT on its tables, EXECUTE "
-            "on append_records, flush_appends and consume_approval; the pruning job; an "
-            "auditor)"
+            "on append_records, flush_appends, consume_approval, file_approval_request and "
+            "cancel_approval_request; a reviewer: EXECUTE on decide_approval_request; the "
+            "pruning job; an auditor)"
         )
     return cause

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from jevqueue.db._connection import database_url, driver, quoted_schema, redacted
 from jevqueue.db._failure_cause import failure_cause
+from jevqueue.db._inbox_functions import INBOX_FUNCTIONS
 from jevqueue.db._write_functions import WRITE_FUNCTIONS
 from jevqueue.errors import ConfigurationError
 
@@ -130,6 +131,12 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         "workers write only through functions that run as the schema's owner; every other "
         "role's direct writes to the tables are revoked",
         WRITE_FUNCTIONS,
+    ),
+    (
+        5,
+        "the approval inbox: requests agents file and reviewers decide, written only "
+        "through functions that enforce the inbox's rules",
+        INBOX_FUNCTIONS,
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]

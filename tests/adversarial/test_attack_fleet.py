@@ -258,6 +258,7 @@ class Fleet:
     worker: str
     pruner: str
     auditor: str
+    reviewer: str
 
 
 @pytest.fixture
@@ -266,7 +267,10 @@ def fleet(postgres_schema: tuple[str, str]) -> Iterator[Fleet]:
 
     url, schema = postgres_schema
     suffix = uuid.uuid4().hex[:8]
-    roles = {stem: f"{stem}_{suffix}" for stem in ("fleet_worker", "approvals_pruner", "auditor")}
+    roles = {
+        stem: f"{stem}_{suffix}"
+        for stem in ("fleet_worker", "approvals_pruner", "auditor", "approvals_reviewer")
+    }
     with psycopg.connect(url, autocommit=True) as admin:
         for role in roles.values():
             admin.execute(f"CREATE ROLE {role} LOGIN")
@@ -286,6 +290,7 @@ def fleet(postgres_schema: tuple[str, str]) -> Iterator[Fleet]:
         login(roles["fleet_worker"]),
         login(roles["approvals_pruner"]),
         login(roles["auditor"]),
+        login(roles["approvals_reviewer"]),
     )
     with psycopg.connect(url, autocommit=True) as admin:
         for role in roles.values():
@@ -566,3 +571,104 @@ def test_objects_a_worker_creates_do_not_divert_the_functions(fleet: Fleet) -> N
         assert worker.execute("SELECT count(*) FROM pg_temp.consumed_approvals").fetchone() == (0,)
         assert worker.execute("SELECT count(*) FROM pg_temp.audit_flush").fetchone() == (0,)
     assert [row[0] for row in _state(fleet)[2]] == ["a-1"]
+
+
+# --- the approval inbox: workers file, reviewers decide, nobody writes the tables -------
+
+
+def _inbox_request() -> Any:
+    from jevqueue.policy import ApprovalRequest, Verdict
+
+    action = Action.build(generic_registry(), "run_command", COMMAND, CONTEXT)
+    verdict = Verdict.allow_with_obligations(["explicit_approval"], "a deploy needs a person")
+    return ApprovalRequest.of(action, verdict.bound(action.digest, ""), "call-1")
+
+
+def test_a_worker_files_and_a_reviewer_decides_each_only_through_its_functions(
+    fleet: Fleet,
+) -> None:
+    import psycopg
+    from jevqueue.approvals import InboxState, PostgresApprovalInbox
+    from jevqueue.errors import InboxError
+
+    reviewer_key = ApprovalAuthority(Ed25519PrivateKey.generate(), "alice")
+    worker = PostgresApprovalInbox(fleet.worker, schema=fleet.schema)
+    reviewer = PostgresApprovalInbox(fleet.reviewer, schema=fleet.schema)
+    try:
+        filed = worker.file(_inbox_request())
+        with pytest.raises(InboxError, match="lacks a grant"):  # an agent never decides
+            worker.approve(filed.request_id, reviewer_key.issue(filed.action_digest))
+        with pytest.raises(InboxError, match="lacks a grant"):  # a reviewer never files
+            reviewer.file(_inbox_request())
+        assert reviewer.get(filed.request_id).state is InboxState.PENDING
+        approved = reviewer.approve(filed.request_id, reviewer_key.issue(filed.action_digest))
+        assert approved.state is InboxState.APPROVED
+        assert worker.get(filed.request_id).records == approved.records
+        second = worker.file(_inbox_request())
+    finally:
+        worker.close()
+        reviewer.close()
+    t = f'"{fleet.schema}".'
+    for login, statement in (
+        (fleet.worker, f"UPDATE {t}approval_requests SET state = 'approved'"),
+        (fleet.worker, f"INSERT INTO {t}approval_decisions SELECT * FROM {t}approval_decisions"),
+        (
+            fleet.worker,
+            f"SELECT {t}decide_approval_request('{second.request_id}', 'x', false, 'no', NULL)",
+        ),
+        (fleet.reviewer, f"UPDATE {t}approval_requests SET expires_at = now() + interval '1 day'"),
+        (fleet.reviewer, f"DELETE FROM {t}approval_decisions"),
+        (fleet.reviewer, f"SELECT {t}cancel_approval_request('{second.request_id}')"),
+        (fleet.auditor, f"SELECT request_id FROM {t}approval_requests"),
+    ):
+        with (
+            psycopg.connect(login, autocommit=True) as connection,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            connection.execute(statement)
+    with psycopg.connect(fleet.url, autocommit=True) as admin:
+        states = admin.execute(
+            f"SELECT request_id, state FROM {t}approval_requests ORDER BY created_at"
+        ).fetchall()
+    assert states == [(filed.request_id, "approved"), (second.request_id, "pending")]
+
+
+def test_the_decide_function_keeps_the_rules_for_a_reviewer_who_calls_it_directly(
+    fleet: Fleet,
+) -> None:
+    """A reviewer's own SQL cannot approve the wrong digest, in another name, or twice."""
+    import psycopg
+    from jevqueue.approvals import PostgresApprovalInbox
+
+    worker = PostgresApprovalInbox(fleet.worker, schema=fleet.schema)
+    try:
+        filed = worker.file(_inbox_request(), required=2)
+    finally:
+        worker.close()
+    alice = ApprovalAuthority(Ed25519PrivateKey.generate(), "alice")
+    good = alice.issue(filed.action_digest).to_dict()
+    wrong = alice.issue("sha256:" + "00" * 32).to_dict()
+    decide = f'SELECT "{fleet.schema}".decide_approval_request(%s, %s, %s, %s, %s::jsonb)'
+    with psycopg.connect(fleet.reviewer, autocommit=True) as connection:
+
+        def call(who: str, approve: bool, reason: str, record: Any) -> str:
+            row = connection.execute(
+                decide,
+                (
+                    filed.request_id,
+                    who,
+                    approve,
+                    reason,
+                    None if record is None else json.dumps(record),
+                ),
+            ).fetchone()
+            return str(row[0])
+
+        assert call("alice", True, "", wrong) == "digest"
+        assert call("bob", True, "", good) == "approver"
+        assert call("coding-agent", True, "", {**good, "approver_id": "coding-agent"}) == "self"
+        assert call("bob", False, "  ", None) == "malformed"
+        assert call("alice", True, "", good) == "recorded"
+        assert call("alice", False, "changed my mind", None) == "twice"
+        assert call("carol", False, "no", None) == "recorded"
+        assert call("dave", False, "no", None) == "closed"

@@ -80,7 +80,7 @@ def test_an_older_schema_is_upgraded_and_a_newer_one_refused(postgres_server: An
     log = PostgresAuditLog(url, schema="m_old")
     with pytest.raises(AuditWriteError, match="run `jevqueue db migrate`"):
         log.append({"result": "ALLOW"})
-    assert [step.split(":")[0] for step in migrate(url, schema="m_old").applied] == ["3", "4"]
+    assert [step.split(":")[0] for step in migrate(url, schema="m_old").applied] == ["3", "4", "5"]
     assert log.append({"result": "ALLOW"}).prev_hash.startswith("sha256:")
     log.close()
     with psycopg.connect(url, autocommit=True) as connection:  # as a newer release leaves it
@@ -159,6 +159,9 @@ WRITE_FUNCTIONS = {
     "flush_appends",
     "consume_approval",
     "prune_consumed_approvals",
+    "file_approval_request",
+    "cancel_approval_request",
+    "decide_approval_request",
 }
 
 
@@ -284,7 +287,7 @@ def test_an_upgrade_moves_an_older_release_s_roles_onto_the_functions(
 
     report = migrate(url, schema=schema)
 
-    assert [step.split(":")[0] for step in report.applied] == ["4"]
+    assert [step.split(":")[0] for step in report.applied] == ["4", "5"]
     s = f'"{schema}"'
     for note in (
         f"granted EXECUTE on {s}.append_records, {s}.flush_appends to {worker} "

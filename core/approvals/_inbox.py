@@ -1,0 +1,333 @@
+"""The approval inbox: a durable store of approval requests that people decide.
+
+An agent's :class:`~jevqueue.approvals.InboxApprover` files each request the policy
+raises and waits; reviewers read them (``jevqueue approvals list`` / ``show``) and decide:
+an approval is a signed :class:`~jevqueue.approvals.ApprovalRecord` for exactly the
+request's digest, a denial a reason. The store enforces the rules of
+:mod:`jevqueue.approvals._inbox_rules` atomically across processes; the PEP still checks
+every record it is given (signature, digest, freshness, single use), so the inbox is a
+place to meet, not an authority.
+
+Two stores ship: :class:`~jevqueue.approvals.SQLiteApprovalInbox` (one host; the
+default, in the state directory) and :class:`~jevqueue.approvals.PostgresApprovalInbox`
+(a fleet; schema version 5 of ``jevqueue db migrate``).
+
+Writing another store: subclass :class:`ApprovalInbox` and implement the four
+``_`` methods. The public methods check their input and call them; ``_decide`` must apply
+:func:`~jevqueue.approvals._inbox_rules.refusal_code` and
+:func:`~jevqueue.approvals._inbox_rules.next_state` while no other writer can change the
+request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jevqueue.approvals._consumed import STATE_DIR_VARIABLE
+from jevqueue.approvals._inbox_request import (
+    DEFAULT_EXPIRY,
+    REQUEST_ID_PATTERN,
+    InboxDecision,
+    InboxRequest,
+    InboxState,
+    Requester,
+)
+from jevqueue.approvals._inbox_rules import refusal
+from jevqueue.approvals._record import IDENTIFIER_PATTERN, ApprovalRecord
+from jevqueue.errors import ConfigurationError, UnknownRequestError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.policy._approval_request import ApprovalRequest
+
+__all__ = ["ApprovalInbox", "default_inbox_path", "open_inbox"]
+
+_PREFIX = re.compile(r"[0-9a-f]{4,32}")
+_REASON_LIMIT = 2000
+MAX_REQUIRED = 100
+
+
+class ApprovalInbox(ABC):
+    """The durable store of approval requests; see the module docstring for the rules.
+
+    Implement ``_insert``, ``_select``, ``_decide`` and ``_cancel``. Every public method
+    raises :class:`~jevqueue.errors.InboxError` when the store cannot be read or written,
+    and :class:`~jevqueue.errors.InboxCorruptionError` for a damaged stored request.
+    """
+
+    where: str = "(unnamed)"
+    """Where the store lives, for messages (a path, or a URL without its password)."""
+
+    # --- filing (agents) ------------------------------------------------------------------
+
+    def file(
+        self,
+        request: ApprovalRequest,
+        *,
+        requester: Requester | None = None,
+        expires_in: timedelta = DEFAULT_EXPIRY,
+        required: int = 1,
+    ) -> InboxRequest:
+        """File ``request``; return it as stored (``pending``, with its new id).
+
+        Args:
+            request: What the guard asks approval for.
+            requester: Who asks (default: the context's actor and task, this host and
+                process).
+            expires_in: How long reviewers have; a pending request reads as ``expired``
+                after it.
+            required: How many distinct reviewers must approve (1 to 100).
+
+        Raises:
+            ConfigurationError: an impossible ``expires_in`` or ``required``, or a request
+                that is not JSON.
+        """
+        from jevqueue.policy._approval_request import ApprovalRequest
+
+        if not isinstance(request, ApprovalRequest):
+            raise ConfigurationError(
+                f"file() takes the ApprovalRequest the guard built, not {type(request).__name__}"
+            )
+        check_expiry(expires_in)
+        if type(required) is not int or not 1 <= required <= MAX_REQUIRED:
+            raise ConfigurationError(
+                f"required={required!r}: give the number of distinct reviewers who must "
+                f"approve, from 1 to {MAX_REQUIRED}"
+            )
+        who = requester if requester is not None else Requester.of(request)
+        if not isinstance(who, Requester):
+            raise ConfigurationError("requester= must be a jevqueue.approvals.Requester")
+        if who.actor_id != request.context.actor_id:
+            raise ConfigurationError(
+                f"the requester's actor {who.actor_id!r} is not the actor of the request's "
+                f"context ({request.context.actor_id!r}): the actor that asks is the one that "
+                "may not approve, so they must be the same"
+            )
+        try:
+            document = json.loads(json.dumps(request.to_dict(), allow_nan=False))
+        except (TypeError, ValueError) as error:
+            raise ConfigurationError(
+                f"the approval request for {request.tool!r} cannot be stored as JSON ({error})"
+            ) from None
+        return self._insert(secrets.token_hex(16), document, who, required, expires_in)
+
+    def cancel(self, request_id: str) -> InboxRequest:
+        """Withdraw a pending request (the agent stopped waiting); return it as it is now.
+
+        A request that is no longer pending is left as it is.
+
+        Raises:
+            UnknownRequestError: no request has that id.
+        """
+        return self._cancel(_exact(request_id))
+
+    # --- reading (everyone) -------------------------------------------------------------------
+
+    def get(self, request_id: str) -> InboxRequest:
+        """The request with exactly ``request_id``.
+
+        Raises:
+            UnknownRequestError: no request has that id.
+        """
+        found = self._select(prefix=_exact(request_id), states=None, limit=1)
+        if not found:
+            raise refusal("unknown", request_id)
+        return found[0]
+
+    def find(self, id_or_prefix: str) -> InboxRequest:
+        """The one request whose id starts with ``id_or_prefix`` (at least 4 hex digits).
+
+        Raises:
+            UnknownRequestError: no request matches, or several do.
+        """
+        prefix = id_or_prefix.strip().lower() if isinstance(id_or_prefix, str) else ""
+        if not _PREFIX.fullmatch(prefix):
+            raise UnknownRequestError(
+                f"{id_or_prefix!r} is not a request id: give the id `jevqueue approvals list` "
+                "shows, or at least its first 4 hex digits"
+            )
+        found = self._select(prefix=prefix, states=None, limit=2)
+        if not found:
+            raise refusal("unknown", prefix)
+        if len(found) > 1:
+            raise UnknownRequestError(
+                f"{prefix} is the start of several request ids ({found[0].request_id}, "
+                f"{found[1].request_id}, ...): give more of the id"
+            )
+        return found[0]
+
+    def requests(
+        self, states: Iterable[InboxState | str] | None = (InboxState.PENDING,), *, limit: int = 200
+    ) -> list[InboxRequest]:
+        """Requests in ``states`` (``None``: every state), newest first, at most ``limit``."""
+        wanted = None if states is None else frozenset(InboxState(state) for state in states)
+        if type(limit) is not int or limit < 1:
+            raise ConfigurationError("limit must be a positive integer")
+        return self._select(prefix="", states=wanted, limit=limit)
+
+    # --- deciding (reviewers) -----------------------------------------------------------------
+
+    def approve(self, request_id: str, record: ApprovalRecord, *, reason: str = "") -> InboxRequest:
+        """Record ``record``'s approver's approval; return the request as it is now.
+
+        ``record`` must be signed for exactly the request's digest; its ``approver_id`` is
+        the reviewer. The request becomes ``approved`` once ``required`` distinct reviewers
+        approved it.
+
+        Raises:
+            UnknownRequestError: no request has that id.
+            DecisionRefusedError: a rule refused it (see the module docstring): closed or
+                expired, the requester itself, a second decision, another digest.
+        """
+        if type(record) is not ApprovalRecord or record.signature is None:
+            raise ConfigurationError(
+                "approve() takes the signed ApprovalRecord of the reviewer's key: sign one "
+                "with ApprovalAuthority(key, reviewer).issue(request.action_digest)"
+            )
+        decision = InboxDecision(
+            record.approver_id, True, _reason(reason, required=False), _now(), record
+        )
+        return self._decide(_exact(request_id), decision)
+
+    def deny(self, request_id: str, reviewer: str, reason: str) -> InboxRequest:
+        """Record ``reviewer``'s denial; the request becomes ``denied``.
+
+        Raises:
+            ConfigurationError: no reason, or a malformed reviewer id.
+            UnknownRequestError: no request has that id.
+            DecisionRefusedError: the request is closed or expired, or the reviewer
+                already decided it.
+        """
+        decision = InboxDecision(_reviewer(reviewer), False, _reason(reason, True), _now())
+        return self._decide(_exact(request_id), decision)
+
+    def close(self) -> None:  # noqa: B027 - a store without resources has nothing to close
+        """Release connections; the store must not be used afterwards."""
+
+    def __enter__(self) -> ApprovalInbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- what a store implements -----------------------------------------------------------
+
+    @abstractmethod
+    def _insert(
+        self,
+        request_id: str,
+        document: dict[str, Any],
+        requester: Requester,
+        required: int,
+        expires_in: timedelta,
+    ) -> InboxRequest:
+        """Store a new pending request, timestamped by the store's clock; return it."""
+
+    @abstractmethod
+    def _select(
+        self, *, prefix: str, states: frozenset[InboxState] | None, limit: int
+    ) -> list[InboxRequest]:
+        """Requests whose id starts with ``prefix``, whose state as read is in ``states``
+        (``None``: any), newest first, at most ``limit``."""
+
+    @abstractmethod
+    def _decide(self, request_id: str, decision: InboxDecision) -> InboxRequest:
+        """Atomically check the rules and record ``decision``; raise :func:`refusal`'s
+        error for a broken rule (recording nothing)."""
+
+    @abstractmethod
+    def _cancel(self, request_id: str) -> InboxRequest:
+        """Atomically move a pending, unexpired request to ``cancelled``."""
+
+
+def check_expiry(expires_in: Any) -> None:
+    """Raise unless ``expires_in`` is a positive timedelta of at most a week."""
+    if not isinstance(expires_in, timedelta) or not (
+        timedelta(0) < expires_in <= timedelta(days=7)
+    ):
+        raise ConfigurationError(
+            f"expires_in={expires_in!r}: give a timedelta from a fraction of a second to 7 "
+            "days (how long reviewers have before the request expires)"
+        )
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _exact(request_id: Any) -> str:
+    if type(request_id) is not str or not REQUEST_ID_PATTERN.fullmatch(request_id):
+        raise UnknownRequestError(
+            f"{request_id!r} is not a request id (32 hex digits): copy it from "
+            "`jevqueue approvals list`, or look a prefix up with find()"
+        )
+    return request_id
+
+
+def _reviewer(reviewer: Any) -> str:
+    if type(reviewer) is not str or not IDENTIFIER_PATTERN.fullmatch(reviewer):
+        raise ConfigurationError(
+            f"reviewer {reviewer!r} is not an id: 1-128 characters of letters, digits and "
+            "'._:@+-', the name verifiers know the reviewer's key by"
+        )
+    return reviewer
+
+
+def _reason(reason: Any, required: bool) -> str:
+    if not isinstance(reason, str):
+        raise ConfigurationError("a decision's reason must be text")
+    text = " ".join(reason.split())
+    if required and not text:
+        raise ConfigurationError("a denial needs a reason: the agent and its user read it")
+    if len(text) > _REASON_LIMIT:
+        raise ConfigurationError(f"a reason is at most {_REASON_LIMIT} characters")
+    return text
+
+
+def default_inbox_path() -> Path:
+    """Where the default SQLite inbox lives, beside the consumed-approval store.
+
+    ``$JEVQUEUE_STATE_DIR/approval-inbox.sqlite3`` when that variable is set, else
+    ``$XDG_STATE_HOME/jevqueue/...`` or ``~/.local/state/jevqueue/...``.
+    """
+    base = os.environ.get(STATE_DIR_VARIABLE)
+    if base:
+        return Path(base) / "approval-inbox.sqlite3"
+    state_home = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state_home) / "jevqueue" / "approval-inbox.sqlite3"
+
+
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def open_inbox(
+    target: ApprovalInbox | str | os.PathLike[str] | None = None, *, schema: str = "jevqueue"
+) -> ApprovalInbox:
+    """The inbox at ``target``: an inbox as it is, a ``postgresql://`` URL, a SQLite path,
+    or ``None`` for :func:`default_inbox_path`.
+
+    Raises:
+        ConfigurationError: the store cannot be opened.
+        ImportError: a URL was given and the ``postgres`` extra is missing.
+    """
+    if isinstance(target, ApprovalInbox):
+        return target
+    if isinstance(target, str) and target.startswith(_POSTGRES_SCHEMES):
+        from jevqueue.approvals._postgres_inbox import PostgresApprovalInbox
+
+        return PostgresApprovalInbox(target, schema=schema)
+    from jevqueue.approvals._sqlite_inbox import SQLiteApprovalInbox
+
+    if target is not None and not isinstance(target, (str, os.PathLike)):
+        raise ConfigurationError(
+            f"an approval inbox is a path, a postgresql:// URL or an ApprovalInbox, not "
+            f"{type(target).__name__}"
+        )
+    return SQLiteApprovalInbox(target)

@@ -1,0 +1,257 @@
+"""The approval inbox in one SQLite file: every agent and reviewer on one host shares it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from jevqueue.approvals._inbox import ApprovalInbox, default_inbox_path
+from jevqueue.approvals._inbox_request import (
+    InboxDecision,
+    InboxRequest,
+    InboxState,
+    Requester,
+    stored_request,
+)
+from jevqueue.approvals._inbox_rules import next_state, refusal, refusal_code
+from jevqueue.approvals._record import format_timestamp
+from jevqueue.errors import ConfigurationError, InboxError
+
+__all__ = ["SQLiteApprovalInbox"]
+
+_SCHEMA = (
+    """
+    CREATE TABLE IF NOT EXISTS approval_requests (
+        request_id    TEXT PRIMARY KEY NOT NULL,
+        action_digest TEXT NOT NULL,
+        tool          TEXT NOT NULL,
+        request       TEXT NOT NULL,
+        requester     TEXT NOT NULL,
+        actor_id      TEXT NOT NULL,
+        required      INTEGER NOT NULL,
+        created_at    TEXT NOT NULL,
+        expires_at    TEXT NOT NULL,
+        state         TEXT NOT NULL,
+        decided_at    TEXT
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS approval_requests_created_at ON approval_requests (created_at)",
+    """
+    CREATE TABLE IF NOT EXISTS approval_decisions (
+        request_id TEXT NOT NULL REFERENCES approval_requests (request_id),
+        reviewer   TEXT NOT NULL,
+        approve    INTEGER NOT NULL,
+        reason     TEXT NOT NULL,
+        decided_at TEXT NOT NULL,
+        record     TEXT,
+        PRIMARY KEY (request_id, reviewer)
+    )
+    """,
+)
+_COLUMNS = (
+    "request_id, action_digest, tool, request, requester, required, created_at, expires_at, "
+    "state, decided_at"
+)
+
+
+class SQLiteApprovalInbox(ApprovalInbox):
+    """The approval inbox in a SQLite file (WAL, ``synchronous=FULL``).
+
+    Every decision is one ``BEGIN IMMEDIATE`` transaction: it takes the file's write lock,
+    reads the request, checks the rules and writes the decision and the new state, so two
+    reviewers deciding at once — threads or processes — are judged one after the other.
+    Agents and reviewers on one host share the file; a fleet uses
+    :class:`~jevqueue.approvals.PostgresApprovalInbox`.
+
+    Args:
+        path: the database file (default :func:`~jevqueue.approvals.default_inbox_path`);
+            its directory is created if missing.
+        timeout: seconds to wait for another process holding the write lock.
+
+    Raises:
+        ConfigurationError: the file cannot be opened as a database.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0
+    ) -> None:
+        self.path = Path(path) if path is not None else default_inbox_path()
+        self.where = str(self.path)
+        self._timeout = timeout
+        self._lock = threading.RLock()
+        self._pid = os.getpid()
+        self._connection = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(
+                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+            )
+            connection.row_factory = sqlite3.Row
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=FULL")
+            connection.execute("PRAGMA foreign_keys=ON")
+            for statement in _SCHEMA:
+                connection.execute(statement)
+        except (sqlite3.Error, OSError) as error:
+            raise ConfigurationError(
+                f"cannot open the approval inbox {str(self.path)!r} ({type(error).__name__}: "
+                f"{error}): pass a writable path to a SQLite file"
+            ) from error
+        return connection
+
+    @contextmanager
+    def _session(self, what: str, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """The connection, in one transaction when ``write``; store errors as InboxError."""
+        with self._lock:
+            if os.getpid() != self._pid:  # a forked child must not share the parent's handle
+                self._pid = os.getpid()
+                self._connection = self._open()
+            connection = self._connection
+            try:
+                if write:
+                    connection.execute("BEGIN IMMEDIATE")
+                try:
+                    yield connection
+                except BaseException:
+                    if write:
+                        connection.execute("ROLLBACK")
+                    raise
+                if write:
+                    connection.execute("COMMIT")
+            except sqlite3.Error as error:
+                raise InboxError(
+                    f"the approval inbox {self.where} could not {what} ({type(error).__name__}: "
+                    f"{error}); nothing was decided: check the file and its permissions"
+                ) from error
+
+    def _insert(
+        self,
+        request_id: str,
+        document: dict[str, Any],
+        requester: Requester,
+        required: int,
+        expires_in: timedelta,
+    ) -> InboxRequest:
+        created = datetime.now(timezone.utc)
+        with self._session("file the request", write=True) as connection:
+            connection.execute(
+                f"INSERT INTO approval_requests ({_COLUMNS}, actor_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)",
+                (
+                    request_id,
+                    document["action_digest"],
+                    document["tool"],
+                    json.dumps(document, sort_keys=True),
+                    json.dumps(requester.to_dict(), sort_keys=True),
+                    required,
+                    format_timestamp(created),
+                    format_timestamp(created + expires_in),
+                    requester.actor_id,
+                ),
+            )
+            return self._read(connection, request_id, created)
+
+    def _select(
+        self, *, prefix: str, states: frozenset[InboxState] | None, limit: int
+    ) -> list[InboxRequest]:
+        now = datetime.now(timezone.utc)
+        with self._session("read requests") as connection:
+            rows = connection.execute(
+                f"SELECT {_COLUMNS} FROM approval_requests WHERE request_id >= ? "
+                "AND request_id < ? ORDER BY created_at DESC, request_id",
+                (prefix, prefix + "g"),  # ids are hex: 'g' sorts after every digit
+            ).fetchall()
+            found: list[InboxRequest] = []
+            for row in rows:
+                if states is not None and not _may_read_as(row["state"], states):
+                    continue
+                request = self._build(connection, row, now)
+                if states is None or request.state in states:
+                    found.append(request)
+                    if len(found) == limit:
+                        break
+            return found
+
+    def _decide(self, request_id: str, decision: InboxDecision) -> InboxRequest:
+        with self._session("record the decision", write=True) as connection:
+            now = datetime.now(timezone.utc)
+            current = self._read(connection, request_id, now)
+            code = refusal_code(current, decision, now)
+            if code is not None:
+                raise refusal(
+                    code,
+                    request_id,
+                    reviewer=decision.reviewer,
+                    state=current.state.value,
+                    digest=current.action_digest,
+                )
+            decided = InboxDecision(
+                decision.reviewer, decision.approve, decision.reason, now, decision.record
+            )
+            connection.execute(
+                "INSERT INTO approval_decisions VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    request_id,
+                    decided.reviewer,
+                    int(decided.approve),
+                    decided.reason,
+                    format_timestamp(now),
+                    None if decided.record is None else json.dumps(decided.record.to_dict()),
+                ),
+            )
+            state = next_state(current.required, (*current.decisions, decided))
+            if state is not InboxState.PENDING:
+                connection.execute(
+                    "UPDATE approval_requests SET state = ?, decided_at = ? WHERE request_id = ?",
+                    (state.value, format_timestamp(now), request_id),
+                )
+            return self._read(connection, request_id, now)
+
+    def _cancel(self, request_id: str) -> InboxRequest:
+        with self._session("cancel the request", write=True) as connection:
+            now = datetime.now(timezone.utc)
+            connection.execute(
+                "UPDATE approval_requests SET state = 'cancelled', decided_at = ? "
+                "WHERE request_id = ? AND state = 'pending' AND expires_at > ?",
+                (format_timestamp(now), request_id, format_timestamp(now)),
+            )
+            return self._read(connection, request_id, now)
+
+    def _read(self, connection: sqlite3.Connection, request_id: str, now: datetime) -> InboxRequest:
+        row = connection.execute(
+            f"SELECT {_COLUMNS} FROM approval_requests WHERE request_id = ?", (request_id,)
+        ).fetchone()
+        if row is None:
+            raise refusal("unknown", request_id)
+        return self._build(connection, row, now)
+
+    def _build(
+        self, connection: sqlite3.Connection, row: sqlite3.Row, now: datetime
+    ) -> InboxRequest:
+        decisions = connection.execute(
+            "SELECT reviewer, approve, reason, decided_at, record FROM approval_decisions "
+            "WHERE request_id = ? ORDER BY decided_at, reviewer",
+            (row["request_id"],),
+        ).fetchall()
+        return stored_request(self.where, dict(row), [dict(each) for each in decisions], now)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._connection.close()
+
+
+def _may_read_as(stored: Any, states: frozenset[InboxState]) -> bool:
+    """Whether a row stored as ``stored`` can read as one of ``states`` (skip the rest)."""
+    if stored == InboxState.PENDING.value:
+        return bool(states & {InboxState.PENDING, InboxState.EXPIRED})
+    return stored not in {"approved", "denied", "cancelled"} or InboxState(stored) in states

@@ -1,0 +1,394 @@
+"""One conformance suite for the approval inbox's stores: SQLite and PostgreSQL.
+
+Every rule is the store's, not the caller's: the same tests run against both, and the
+races run in real processes, each with its own connection.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from jevqueue.approvals import (
+    ApprovalAuthority,
+    ApprovalInbox,
+    InboxState,
+    Requester,
+    SQLiteApprovalInbox,
+)
+from jevqueue.errors import (
+    ConfigurationError,
+    DecisionRefusedError,
+    DigestMismatchError,
+    DuplicateDecisionError,
+    InboxCorruptionError,
+    RequestClosedError,
+    SelfApprovalError,
+    UnknownRequestError,
+)
+from jevqueue.policy import Action, ApprovalRequest, Verdict, generic_registry
+
+pytestmark = pytest.mark.network_allowed  # the PostgreSQL server listens on 127.0.0.1
+
+
+@dataclass
+class Store:
+    kind: str
+    target: str
+    schema: str
+    open: Callable[[], ApprovalInbox]
+    corrupt: Callable[[str, str], None]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    opened: list[ApprovalInbox] = []
+    if request.param == "sqlite":
+        path = tmp_path / "inbox.sqlite3"
+
+        def open_sqlite() -> ApprovalInbox:
+            opened.append(SQLiteApprovalInbox(path))
+            return opened[-1]
+
+        def corrupt_sqlite(statement: str, request_id: str) -> None:
+            with sqlite3.connect(path) as connection:
+                connection.execute(statement.format(t=""), (request_id,))
+
+        yield Store("sqlite", str(path), "", open_sqlite, corrupt_sqlite)
+    else:
+        url, schema = request.getfixturevalue("postgres_schema")
+        from jevqueue.approvals import PostgresApprovalInbox
+
+        def open_postgres() -> ApprovalInbox:
+            opened.append(PostgresApprovalInbox(url, schema=schema))
+            return opened[-1]
+
+        def corrupt_postgres(statement: str, request_id: str) -> None:
+            import psycopg
+
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute(statement.format(t=f'"{schema}".').replace("?", "%s"), (request_id,))
+
+        yield Store("postgresql", url, schema, open_postgres, corrupt_postgres)
+    for each in opened:
+        each.close()
+
+
+CONTEXT = {
+    "task_id": "task-42",
+    "actor_id": "coding-agent",
+    "workspace": "/workspace/project",
+    "git_sha": "0123456789abcdef0123456789abcdef01234567",
+}
+
+
+def _request(command: str = "make deploy") -> ApprovalRequest:
+    action = Action.build(
+        generic_registry(),
+        "run_command",
+        {"CommandLine": command, "Cwd": "/workspace/project"},
+        CONTEXT,
+    )
+    verdict = Verdict.allow_with_obligations(["explicit_approval"], "needs a person")
+    return ApprovalRequest.of(action, verdict.bound(action.digest, ""), call_id="call-1")
+
+
+def _reviewer(name: str) -> ApprovalAuthority:
+    return ApprovalAuthority(Ed25519PrivateKey.generate(), name)
+
+
+ALICE, BOB = _reviewer("alice"), _reviewer("bob")
+
+
+def test_a_filed_request_is_pending_with_everything_a_reviewer_reads(store: Store) -> None:
+    inbox = store.open()
+    asked = _request()
+    filed = inbox.file(asked, expires_in=timedelta(minutes=5))
+    assert filed.state is InboxState.PENDING and filed.decisions == ()
+    assert len(filed.request_id) == 32 and int(filed.request_id, 16) >= 0
+    assert (filed.tool, filed.action_digest, filed.required) == (
+        "run_command",
+        asked.action_digest,
+        1,
+    )
+    assert filed.request["arguments"] == {"CommandLine": "make deploy", "Cwd": "/workspace/project"}
+    assert filed.request["context"]["actor_id"] == "coding-agent"
+    assert filed.requester.actor_id == "coding-agent" and filed.requester.task_id == "task-42"
+    assert filed.requester.call_id == "call-1" and filed.requester.process_id is not None
+    assert timedelta(minutes=4) < filed.expires_at - filed.created_at <= timedelta(minutes=5)
+    again = store.open()  # another connection reads the same
+    assert again.get(filed.request_id).to_dict() == filed.to_dict()
+    assert again.find(filed.request_id[:8]).request_id == filed.request_id
+
+
+def test_requests_list_newest_first_and_by_state(store: Store) -> None:
+    inbox = store.open()
+    first = inbox.file(_request("make one"))
+    second = inbox.file(_request("make two"))
+    denied = inbox.file(_request("make three"))
+    inbox.deny(denied.request_id, "bob", "not today")
+    assert [r.request_id for r in inbox.requests()] == [second.request_id, first.request_id]
+    assert [r.request_id for r in inbox.requests(["denied"])] == [denied.request_id]
+    assert len(inbox.requests(None)) == 3 and len(inbox.requests(None, limit=1)) == 1
+
+
+def test_one_approval_approves_and_carries_the_signed_record(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request())
+    record = ALICE.issue(filed.action_digest)
+    decided = inbox.approve(filed.request_id, record, reason="looks right")
+    assert decided.state is InboxState.APPROVED and decided.decided_at is not None
+    assert decided.records == (record,)
+    (decision,) = decided.decisions
+    assert (decision.reviewer, decision.approve, decision.reason) == ("alice", True, "looks right")
+    with pytest.raises(RequestClosedError, match="already approved") as closed:
+        inbox.approve(filed.request_id, BOB.issue(filed.action_digest))
+    assert closed.value.state == "approved"
+
+
+def test_a_denial_ends_the_request_with_its_reason(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request())
+    decided = inbox.deny(filed.request_id, "bob", "  deploys wait   for Monday ")
+    assert decided.state is InboxState.DENIED
+    assert decided.denial is not None and decided.denial.reason == "deploys wait for Monday"
+    with pytest.raises(RequestClosedError, match="already denied"):
+        inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    with pytest.raises(ConfigurationError, match="needs a reason"):
+        inbox.deny(inbox.file(_request()).request_id, "bob", "   ")
+
+
+def test_a_request_past_its_expiry_reads_expired_and_takes_no_decision(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request(), expires_in=timedelta(milliseconds=300))
+    time.sleep(0.5)
+    assert inbox.get(filed.request_id).state is InboxState.EXPIRED
+    assert [r.request_id for r in inbox.requests(["expired"])] == [filed.request_id]
+    assert inbox.requests() == []
+    with pytest.raises(RequestClosedError, match="expired before anybody decided") as closed:
+        inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    assert closed.value.state == "expired"
+    with pytest.raises(RequestClosedError):
+        inbox.deny(filed.request_id, "bob", "too late")
+    assert inbox.cancel(filed.request_id).state is InboxState.EXPIRED  # stays expired
+    assert inbox.get(filed.request_id).decisions == ()
+
+
+def test_the_requester_never_approves_its_own_request(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request())
+    itself = _reviewer("coding-agent")  # the context's actor, with a key of its own
+    with pytest.raises(SelfApprovalError, match="never approves itself"):
+        inbox.approve(filed.request_id, itself.issue(filed.action_digest))
+    assert inbox.get(filed.request_id).state is InboxState.PENDING
+    assert inbox.get(filed.request_id).decisions == ()
+
+
+def test_a_requester_other_than_the_context_s_actor_is_refused(store: Store) -> None:
+    with pytest.raises(ConfigurationError, match="must be the same"):
+        store.open().file(_request(), requester=Requester(actor_id="someone-else"))
+
+
+def test_each_reviewer_decides_once(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request(), required=2)
+    inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    with pytest.raises(DuplicateDecisionError, match="alice already decided"):
+        inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    with pytest.raises(DuplicateDecisionError):
+        inbox.deny(filed.request_id, "alice", "changed my mind")
+    current = inbox.get(filed.request_id)
+    assert current.state is InboxState.PENDING and len(current.decisions) == 1
+
+
+def test_two_distinct_reviewers_approve_a_request_that_requires_two(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request(), required=2)
+    after_one = inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    assert after_one.state is InboxState.PENDING and after_one.decided_at is None
+    after_two = inbox.approve(filed.request_id, BOB.issue(filed.action_digest))
+    assert after_two.state is InboxState.APPROVED
+    assert [r.approver_id for r in after_two.records] == ["alice", "bob"]
+
+
+def test_one_denial_among_required_approvals_denies(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request(), required=2)
+    inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    assert inbox.deny(filed.request_id, "bob", "no").state is InboxState.DENIED
+
+
+def test_an_approval_of_another_action_is_refused(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request("make deploy"))
+    other = _request("make clean").action_digest
+    with pytest.raises(DigestMismatchError, match="exactly that digest"):
+        inbox.approve(filed.request_id, ALICE.issue(other))
+    assert inbox.get(filed.request_id).decisions == ()
+
+
+def test_an_unsigned_record_is_not_an_approval(store: Store) -> None:
+    from jevqueue.approvals import ApprovalRecord
+
+    inbox = store.open()
+    filed = inbox.file(_request())
+    signed = ALICE.issue(filed.action_digest)
+    unsigned = ApprovalRecord(**{**signed.to_dict(), "signature": None})
+    with pytest.raises(ConfigurationError, match="signed ApprovalRecord"):
+        inbox.approve(filed.request_id, unsigned)
+
+
+def test_a_cancelled_request_takes_no_decision(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request())
+    assert inbox.cancel(filed.request_id).state is InboxState.CANCELLED
+    with pytest.raises(RequestClosedError, match="already cancelled"):
+        inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+
+
+def test_unknown_and_ambiguous_ids_are_clear_errors(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jevqueue.approvals._inbox as inbox_module
+
+    inbox = store.open()
+    with pytest.raises(UnknownRequestError, match="no approval request"):
+        inbox.get("0" * 32)
+    with pytest.raises(UnknownRequestError, match="not a request id"):
+        inbox.get("nope")
+    with pytest.raises(UnknownRequestError, match="at least its first 4"):
+        inbox.find("ab")
+    ids = iter(["abcd" + "1" * 28, "abcd" + "2" * 28])
+    monkeypatch.setattr(inbox_module.secrets, "token_hex", lambda _: next(ids))
+    inbox.file(_request("make one"))
+    inbox.file(_request("make two"))
+    monkeypatch.undo()
+    with pytest.raises(UnknownRequestError, match="several request ids"):
+        inbox.find("abcd")
+    assert inbox.find("ABCD2").request_id == "abcd" + "2" * 28
+    with pytest.raises(UnknownRequestError, match="no approval request"):
+        inbox.approve("f" * 32, ALICE.issue(_request().action_digest))
+
+
+@pytest.mark.parametrize(
+    ("statement", "complaint"),
+    [
+        (
+            "UPDATE {t}approval_requests SET request = '{{\"tool\": 1}}' WHERE request_id = ?",
+            "differ from the request",
+        ),
+        (
+            "UPDATE {t}approval_requests SET requester = '[]' WHERE request_id = ?",
+            "requester is not a JSON object",
+        ),
+        (
+            "UPDATE {t}approval_decisions SET record = '{{\"approval_id\": 1}}' "
+            "WHERE request_id = ?",
+            "approval record",
+        ),
+        (
+            "UPDATE {t}approval_decisions SET reviewer = 'mallory' WHERE request_id = ?",
+            "is signed as alice",
+        ),
+    ],
+    ids=["request", "requester", "record", "reviewer"],
+)
+def test_a_damaged_row_reads_as_a_typed_error(store: Store, statement: str, complaint: str) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request(), required=2)
+    inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    store.corrupt(statement, filed.request_id)
+    with pytest.raises(InboxCorruptionError, match=complaint) as damaged:
+        inbox.get(filed.request_id)
+    assert damaged.value.request_id == filed.request_id
+    assert "not read as a decision" in str(damaged.value)
+    with pytest.raises(InboxCorruptionError):
+        inbox.requests()
+
+
+_REVIEWER = textwrap.dedent(
+    """
+    import json, sys
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from jevqueue.approvals import ApprovalAuthority, open_inbox
+    from jevqueue.errors import DecisionRefusedError
+    target, schema, request_id, digest, reviewer = sys.argv[1:6]
+    inbox = open_inbox(target, schema=schema or "jevqueue")
+    record = ApprovalAuthority(Ed25519PrivateKey.generate(), reviewer).issue(digest)
+    sys.stdin.readline()  # decide together
+    try:
+        state = inbox.approve(request_id, record).state.value
+    except DecisionRefusedError as refused:
+        state = type(refused).__name__
+    print(json.dumps(state))
+    """
+)
+
+
+def _race(store: Store, request_id: str, digest: str, reviewers: list[str]) -> list[str]:
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _REVIEWER, store.target, store.schema, request_id, digest, who],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for who in reviewers
+    ]
+    time.sleep(1.0)  # every child has its connection open before anyone decides
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    outcomes = [json.loads(child.communicate(timeout=120)[0]) for child in children]
+    assert all(child.returncode == 0 for child in children)
+    return outcomes
+
+
+def test_reviewers_deciding_at_once_in_processes_are_judged_one_after_the_other(
+    store: Store,
+) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request(), required=2)
+    outcomes = _race(store, filed.request_id, filed.action_digest, [f"r{n}" for n in range(5)])
+    # exactly the first two approvals count; the request is approved by them, the rest
+    # find it closed (a winner reads the request after its decision: the second
+    # approval may already have landed)
+    refused = [outcome for outcome in outcomes if outcome == "RequestClosedError"]
+    won = sorted(outcome for outcome in outcomes if outcome != "RequestClosedError")
+    assert len(refused) == 3 and won in (["approved", "pending"], ["approved", "approved"])
+    final = inbox.get(filed.request_id)
+    assert final.state is InboxState.APPROVED and len(final.decisions) == 2
+
+
+def test_one_reviewer_deciding_twice_at_once_is_recorded_once(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request(), required=2)
+    outcomes = _race(store, filed.request_id, filed.action_digest, ["alice"] * 4)
+    assert sorted(outcomes) == ["DuplicateDecisionError"] * 3 + ["pending"]
+    assert inbox.get(filed.request_id).state is InboxState.PENDING
+    assert len(inbox.get(filed.request_id).decisions) == 1
+
+
+def test_refusals_are_decision_refused_errors() -> None:
+    for error in (SelfApprovalError, DuplicateDecisionError, RequestClosedError):
+        assert issubclass(error, DecisionRefusedError)
+
+
+def test_impossible_settings_are_refused(tmp_path: Path) -> None:
+    inbox = SQLiteApprovalInbox(tmp_path / "inbox.sqlite3")
+    for settings in ({"required": 0}, {"required": 101}, {"expires_in": timedelta(0)}):
+        with pytest.raises(ConfigurationError):
+            inbox.file(_request(), **settings)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="ApprovalRequest"):
+        inbox.file({"tool": "run_command"})  # type: ignore[arg-type]
