@@ -13,6 +13,14 @@ The flow, from the caller's side:
    was never used before — remembered durably by :class:`SQLiteConsumedApprovals` (one
    host), or by :class:`PostgresConsumedApprovals` for a fleet (the ``postgres`` extra).
 
+People approve through the **approval inbox**: :class:`InboxApprover` (pass it as
+``approver=``) files each request in an :class:`ApprovalInbox` —
+:class:`SQLiteApprovalInbox` in the state directory by default, :class:`PostgresApprovalInbox`
+for a fleet — and waits; reviewers decide with ``jevqueue approvals``, signing with their
+own key. A denial refuses the call with the reviewer's reason; nobody deciding in time
+refuses it as expired (:class:`~jevqueue.errors.ApprovalExpiredError`). See
+docs/approvals.md.
+
 Names load on first use, so importing :class:`ApprovalRecord` pulls in neither SQLite nor
 the crypto library.
 """
@@ -41,6 +49,15 @@ if TYPE_CHECKING:  # pragma: no cover
         SQLiteConsumedApprovals,
         default_consumed_approvals_path,
     )
+    from jevqueue.approvals._inbox import ApprovalInbox, default_inbox_path, open_inbox
+    from jevqueue.approvals._inbox_approver import InboxApprover
+    from jevqueue.approvals._inbox_request import (
+        DEFAULT_EXPIRY,
+        InboxDecision,
+        InboxRequest,
+        InboxState,
+        Requester,
+    )
     from jevqueue.approvals._keys import (
         coerce_private_key,
         coerce_public_key,
@@ -53,8 +70,11 @@ if TYPE_CHECKING:  # pragma: no cover
         ConsumedApprovalsError,
         PostgresConsumedApprovals,
     )
+    from jevqueue.approvals._postgres_inbox import PostgresApprovalInbox
     from jevqueue.approvals._record import ApprovalRecord
+    from jevqueue.approvals._sqlite_inbox import SQLiteApprovalInbox
     from jevqueue.approvals._verifier import ApprovalVerifier
+    from jevqueue.errors import ApprovalExpiredError
 
 _EXPORTS: dict[str, str] = {
     "ApprovalRecord": "jevqueue.approvals._record",
@@ -78,29 +98,53 @@ _EXPORTS: dict[str, str] = {
     "load_public_key": "jevqueue.approvals._keys",
     "coerce_private_key": "jevqueue.approvals._keys",
     "coerce_public_key": "jevqueue.approvals._keys",
+    "ApprovalInbox": "jevqueue.approvals._inbox",
+    "default_inbox_path": "jevqueue.approvals._inbox",
+    "open_inbox": "jevqueue.approvals._inbox",
+    "InboxApprover": "jevqueue.approvals._inbox_approver",
+    "DEFAULT_EXPIRY": "jevqueue.approvals._inbox_request",
+    "InboxDecision": "jevqueue.approvals._inbox_request",
+    "InboxRequest": "jevqueue.approvals._inbox_request",
+    "InboxState": "jevqueue.approvals._inbox_request",
+    "Requester": "jevqueue.approvals._inbox_request",
+    "SQLiteApprovalInbox": "jevqueue.approvals._sqlite_inbox",
+    "PostgresApprovalInbox": "jevqueue.approvals._postgres_inbox",
+    "ApprovalExpiredError": "jevqueue.errors",
 }
 
 __all__ = [
     "CLOCK_SKEW",
+    "DEFAULT_EXPIRY",
     "DEFAULT_FRESHNESS",
     "EXPLICIT_APPROVAL",
     "MINIMUM_RETENTION",
     "ApprovalAuthority",
+    "ApprovalExpiredError",
+    "ApprovalInbox",
     "ApprovalRecord",
     "ApprovalVerifier",
     "ConsumedApprovalStore",
     "ConsumedApprovalsError",
+    "InboxApprover",
+    "InboxDecision",
+    "InboxRequest",
+    "InboxState",
     "MemoryConsumedApprovals",
+    "PostgresApprovalInbox",
     "PostgresConsumedApprovals",
+    "Requester",
+    "SQLiteApprovalInbox",
     "SQLiteConsumedApprovals",
     "SignedApprovalVerifier",
     "check_approvals",
     "coerce_private_key",
     "coerce_public_key",
     "default_consumed_approvals_path",
+    "default_inbox_path",
     "generate_key_pair",
     "load_private_key",
     "load_public_key",
+    "open_inbox",
     "signing_bytes",
 ]
 

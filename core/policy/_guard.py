@@ -62,6 +62,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jevqueue.errors import (
+    ApprovalExpiredError,
     ApprovalRequiredError,
     ConfigurationError,
     JevError,
@@ -681,13 +682,16 @@ class Guard:
                 verdict=pending.verdict,
             )
         if isinstance(answer, ApprovalRequiredError):
+            if isinstance(answer, ApprovalExpiredError):
+                # The pending record says an approval was asked for; only a record written
+                # now can say that nobody gave one in time.
+                why = f"the approval expired: {answer}"
+                if pending.verdict is not None:
+                    self._audit_expired(action, pending.verdict, why)
+            else:
+                why = f"the approver declined: {answer}"
             return _refused(
-                name,
-                call_id,
-                f"the approver declined: {answer}",
-                action=action,
-                verdict=pending.verdict,
-                request=request,
+                name, call_id, why, action=action, verdict=pending.verdict, request=request
             )
         records = approval_records(answer)
         if not records:
@@ -750,6 +754,12 @@ class Guard:
         with self._lock:
             self.judgements.append(outcome)
         return outcome
+
+    def _audit_expired(self, action: Action, verdict: Verdict, why: str) -> None:
+        audit = getattr(self.pep, "audit_expired", None)
+        if callable(audit):
+            with contextlib.suppress(Exception):
+                audit(action, verdict, why)
 
     def _audit_rejection(self, name: str, context: ExecutionContext, error: BaseException) -> None:
         audit = getattr(self.pep, "audit_rejection", None)

@@ -52,6 +52,7 @@ _logger = logging.getLogger("jevqueue.pep")
 PDP_FAILED = "jevqueue.pep.fail_closed"
 AUDIT_FAILED = "jevqueue.pep.audit"
 APPROVAL_CHECK_FAILED = "jevqueue.pep.approvals"
+APPROVAL_EXPIRED = "jevqueue.approval.expired"
 DIGEST_MISMATCH = "jevqueue.policy._pep.digest"
 _EXPLICIT_APPROVAL = "explicit_approval"
 
@@ -617,6 +618,42 @@ class PolicyEnforcementPoint:
             "workspace": context.workspace,
             "git_sha": context.git_sha,
         }
+
+    def audit_expired(self, action: Action, verdict: Verdict, why: str) -> None:
+        """Record that a call's approval request expired: nobody decided in time.
+
+        The record repeats the pending verdict (its obligation still unmet, not allowed)
+        with ``why`` among its reasons and the rule id ``jevqueue.approval.expired``: the
+        pending record written before the approver was asked cannot say how the wait
+        ended. A failure to write it is logged, not raised: the call is refused anyway.
+        """
+        if self._write is None:
+            return
+        ended = Verdict._trusted(
+            verdict.kind,
+            (
+                *(
+                    reason
+                    for reason in verdict.reasons
+                    if not reason.startswith("explicit approval required: no approval record")
+                ),
+                why,
+            ),
+            verdict.obligations,
+            None,
+            verdict.action_digest,
+            verdict.policy_revision,
+            (*verdict.rule_ids, APPROVAL_EXPIRED),
+        )
+        try:
+            self._write(self._event(action, ended))
+        except Exception as failure:
+            _logger.error(
+                "audit write failed; the %s call whose approval expired stays refused: %s: %s",
+                getattr(action, "tool", "unnamed"),
+                type(failure).__name__,
+                failure,
+            )
 
     def audit_rejection(self, tool_name: object, context: object, error: BaseException) -> None:
         """Record a call refused before evaluation (bad context, tool or arguments).

@@ -1,0 +1,287 @@
+"""InboxApprover end to end: a real guard and PEP wait while a reviewer decides on the CLI.
+
+The agent's call blocks in a thread (or an event loop task) on the inbox; the test, as a
+reviewer, approves or denies through `jevqueue approvals` with a key file. The PEP trusts
+the reviewer's public key only: whatever the inbox holds, the record it returns is checked
+like any other (signature, digest, freshness, single use).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from jevqueue.approvals import (
+    ApprovalExpiredError,
+    InboxApprover,
+    InboxState,
+    MemoryConsumedApprovals,
+    SignedApprovalVerifier,
+    SQLiteApprovalInbox,
+    generate_key_pair,
+    load_public_key,
+)
+from jevqueue.cli import main
+from jevqueue.errors import ApprovalDeclinedError, ConfigurationError
+from jevqueue.policy import (
+    Guard,
+    Judgement,
+    PolicyEnforcementPoint,
+    ToolSpec,
+    create_default_policy_decision_point,
+)
+from jevqueue.testing.recording_audit import RecordingAuditSink
+
+GIT_SHA = "0123456789abcdef0123456789abcdef01234567"
+TERMINAL = ToolSpec.declare(
+    "terminal", side_effects={"shell_command"}, cwd_field="workdir", required_path_fields=()
+)
+
+
+class Setup:
+    """A guard whose approver is the inbox, the reviewer's key, and what ran."""
+
+    def __init__(self, tmp_path: Path, **approver: Any) -> None:
+        self.store = tmp_path / "inbox.sqlite3"
+        self.key, public = generate_key_pair(tmp_path / "alice.key")
+        self.audit = RecordingAuditSink()
+        pep = PolicyEnforcementPoint(
+            create_default_policy_decision_point(),
+            audit_logger=self.audit,
+            approval_verifier=SignedApprovalVerifier({"alice": load_public_key(public)}),
+            consumed_approvals=MemoryConsumedApprovals(),
+        )
+        workspace = tmp_path / "workspace"
+        workspace.mkdir()
+        self.approver = InboxApprover(self.store, poll_interval=0.05, framework="tests", **approver)
+        self.guard = Guard(
+            pep,
+            specs=[TERMINAL],
+            context={
+                "task_id": "task-1",
+                "actor_id": "agent",
+                "workspace": str(workspace),
+                "git_sha": GIT_SHA,
+            },
+            approver=self.approver,
+        )
+        self.ran: list[dict[str, Any]] = []
+        self.inbox = SQLiteApprovalInbox(self.store)
+
+    def run(self, judgement: Judgement) -> str:
+        def execute(arguments: dict[str, Any]) -> str:
+            self.ran.append(arguments)
+            return "deployed"
+
+        return self.guard.run(judgement, execute)
+
+    def in_thread(self, call_id: str, command: str = "make deploy") -> Callable[[], Judgement]:
+        """Start the agent's call in a thread; return a function that joins it."""
+        outcome: list[Judgement] = []
+        thread = threading.Thread(
+            target=lambda: outcome.append(
+                self.guard.check("terminal", {"command": command}, call_id)
+            )
+        )
+        thread.start()
+
+        def join() -> Judgement:
+            thread.join(timeout=30)
+            assert not thread.is_alive(), "the agent's call never returned"
+            return outcome[0]
+
+        return join
+
+    def pending_id(self) -> str:
+        """The id of the one pending request, once the agent filed it."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pending = self.inbox.requests()
+            if pending:
+                assert len(pending) == 1
+                return pending[0].request_id
+            time.sleep(0.02)
+        raise AssertionError("the agent never filed its request")
+
+    def cli(self, *arguments: str) -> Any:
+        return CliRunner().invoke(
+            main, ["approvals", *arguments, "--store", str(self.store)], catch_exceptions=False
+        )
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Setup:
+    return Setup(tmp_path)
+
+
+def test_a_call_waits_for_a_reviewer_s_approval_then_runs_once(setup: Setup) -> None:
+    join = setup.in_thread("call-1")
+    request_id = setup.pending_id()
+    shown = setup.cli("show", request_id[:8])
+    assert shown.exit_code == 0 and '"command": "make deploy"' in shown.output
+    approved = setup.cli("approve", request_id[:8], "--key", str(setup.key), "--reviewer", "alice")
+    assert approved.exit_code == 0, approved.output
+    assert f"alice decided {request_id}: it is approved" in approved.output
+    judgement = join()
+    assert judgement.allowed, judgement.message
+    assert setup.run(judgement) == "deployed" and setup.run(judgement) == "deployed"
+    assert len(setup.ran) == 1  # once, also when the framework runs the call again
+    assert any(
+        "explicit approval fulfilled by approval" in " ".join(event["reasons"])
+        for event in setup.audit.events
+    )
+    stored = setup.inbox.get(request_id)
+    assert stored.requester.framework == "tests" and stored.requester.actor_id == "agent"
+
+    # the same signed approval offered for a second call of the same action: already used
+    replay = setup.guard.judge(
+        "terminal", {"command": "make deploy"}, "call-2", records=list(stored.records)
+    )
+    assert replay.refused and "already used" in replay.message
+    assert len(setup.ran) == 1
+
+
+def test_a_denial_refuses_the_call_with_the_reviewer_s_reason(setup: Setup) -> None:
+    join = setup.in_thread("call-1")
+    request_id = setup.pending_id()
+    denied = setup.cli("deny", request_id, "--reason", "no deploys on Friday", "--reviewer", "bob")
+    assert denied.exit_code == 0, denied.output
+    judgement = join()
+    assert judgement.refused and not setup.ran
+    assert "the approver declined: bob denied it" in judgement.message
+    assert "no deploys on Friday" in judgement.message
+    # a decline keeps the log as it was: the pending decision's one record
+    (record,) = setup.audit.events
+    assert record["allowed"] is False and "jevqueue.approval.expired" not in record["rule_ids"]
+
+
+def test_nobody_deciding_in_time_refuses_the_call_as_expired(tmp_path: Path) -> None:
+    setup = Setup(tmp_path, expires_in=0.5)
+    judgement = setup.guard.check("terminal", {"command": "make deploy"}, "call-1")
+    assert judgement.refused and not setup.ran
+    assert "the approval expired: nobody decided within 0.5 s" in judgement.message
+    assert "declined" not in judgement.message
+    last = setup.audit.events[-1]
+    assert last["allowed"] is False
+    assert "jevqueue.approval.expired" in last["rule_ids"]
+    assert last["action_digest"] == setup.audit.events[0]["action_digest"]
+    assert len(setup.audit.events) == 2  # the pending decision, then how it ended
+    assert last["reasons"][-1].startswith("the approval expired: nobody decided")
+    (request,) = setup.inbox.requests(None)
+    assert request.state is InboxState.EXPIRED
+    late = setup.cli("approve", request.request_id, "--key", str(setup.key), "--reviewer", "alice")
+    assert late.exit_code == 1 and "expired before anybody decided" in late.output
+
+
+def test_expiry_is_a_declined_error_of_its_own(tmp_path: Path) -> None:
+    setup = Setup(tmp_path, expires_in=0.2)
+    pending = setup.guard.judge("terminal", {"command": "ls"}, "call-1")
+    assert pending.request is not None
+    with pytest.raises(ApprovalExpiredError, match="nobody decided") as expired:
+        setup.approver.wait(pending.request)
+    assert isinstance(expired.value, ApprovalDeclinedError)
+
+
+def test_the_requester_cannot_approve_its_own_request(setup: Setup) -> None:
+    join = setup.in_thread("call-1")
+    request_id = setup.pending_id()
+    itself = setup.cli("approve", request_id, "--key", str(setup.key), "--reviewer", "agent")
+    assert itself.exit_code == 1 and "never approves itself" in itself.output
+    setup.cli("deny", request_id, "--reason", "stop", "--reviewer", "bob")
+    assert join().refused and not setup.ran
+
+
+def test_an_approval_signed_with_a_key_the_pep_does_not_trust_is_refused(
+    setup: Setup, tmp_path: Path
+) -> None:
+    """The inbox is not an authority: the PEP verifies what comes out of it."""
+    mallory, _ = generate_key_pair(tmp_path / "mallory.key")
+    join = setup.in_thread("call-1")
+    request_id = setup.pending_id()
+    result = setup.cli("approve", request_id, "--key", str(mallory), "--reviewer", "alice")
+    assert result.exit_code == 0  # the inbox cannot check signatures; the PEP does
+    judgement = join()
+    assert judgement.refused and not setup.ran
+    assert "not accepted by the approval verifier" in judgement.message
+
+
+def test_an_async_call_waits_without_blocking_the_loop_and_is_approved(setup: Setup) -> None:
+    async def scenario() -> Judgement:
+        call = asyncio.create_task(
+            setup.guard.acheck("terminal", {"command": "make deploy"}, "call-1")
+        )
+        while not setup.inbox.requests():  # the loop keeps running while the call waits
+            await asyncio.sleep(0.01)
+        (request,) = setup.inbox.requests()
+        from jevqueue.approvals import ApprovalAuthority, load_private_key
+
+        alice = ApprovalAuthority(load_private_key(setup.key), "alice")
+        await asyncio.to_thread(
+            setup.inbox.approve, request.request_id, alice.issue(request.action_digest)
+        )
+        return await call
+
+    judgement = asyncio.run(scenario())
+    assert judgement.allowed, judgement.message
+
+
+def test_a_cancelled_async_wait_withdraws_the_request(setup: Setup) -> None:
+    async def scenario() -> None:
+        pending = setup.guard.judge("terminal", {"command": "ls"}, "call-1")
+        assert pending.request is not None
+        waiting = asyncio.create_task(setup.approver.wait_async(pending.request))
+        while not setup.inbox.requests():
+            await asyncio.sleep(0.01)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    asyncio.run(scenario())
+    (request,) = setup.inbox.requests(None)
+    assert request.state is InboxState.CANCELLED
+
+
+def test_an_interrupted_blocking_wait_withdraws_the_request(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jevqueue.approvals._inbox_approver as module
+
+    def interrupted(_: float) -> None:
+        raise KeyboardInterrupt  # what Ctrl-C raises in the sleeping thread
+
+    monkeypatch.setattr(module.time, "sleep", interrupted)
+    pending = setup.guard.judge("terminal", {"command": "ls"}, "call-1")
+    assert pending.request is not None
+    with pytest.raises(KeyboardInterrupt):
+        setup.approver.wait(pending.request)
+    (request,) = setup.inbox.requests(None)
+    assert request.state is InboxState.CANCELLED
+
+
+def test_two_required_approvals_return_both_records(tmp_path: Path) -> None:
+    from jevqueue.approvals import ApprovalAuthority, load_private_key
+
+    setup = Setup(tmp_path, required=2, expires_in=timedelta(minutes=1))
+    bob_key, _ = generate_key_pair(tmp_path / "bob.key")
+    join = setup.in_thread("call-1")
+    request_id = setup.pending_id()
+    first = setup.cli("approve", request_id, "--key", str(setup.key), "--reviewer", "alice")
+    assert "1 of 2 approvals; it waits for more" in first.output
+    assert setup.inbox.get(request_id).state is InboxState.PENDING
+    bob = ApprovalAuthority(load_private_key(bob_key), "bob")
+    setup.inbox.approve(request_id, bob.issue(setup.inbox.get(request_id).action_digest))
+    judgement = join()
+    assert judgement.allowed, judgement.message  # the PEP accepts alice's, the one it trusts
+
+
+def test_impossible_settings_are_configuration_errors(tmp_path: Path) -> None:
+    for settings in ({"expires_in": 0}, {"expires_in": timedelta(days=8)}, {"poll_interval": 0}):
+        with pytest.raises(ConfigurationError):
+            InboxApprover(tmp_path / "inbox.sqlite3", **settings)  # type: ignore[arg-type]
