@@ -16,6 +16,7 @@ _COMMANDS: dict[str, str] = {
     "demo": "jevqueue.cli.demo:demo",
     "policy": "jevqueue.cli.policy:policy",
     "approve": "jevqueue.cli.approve:approve",
+    "approvals": "jevqueue.cli.approvals:approvals",
     "audit": "jevqueue.cli.audit:audit",
     "mcp-proxy": "jevqueue.cli.mcp_proxy:mcp_proxy",
     "db": "jevqueue.cli.db:db",

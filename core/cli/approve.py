@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import click
 from jevqueue.errors import JevError
 
-__all__ = ["approve"]
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.approvals import ApprovalAuthority
+
+__all__ = ["approve", "signing_authority"]
 
 
 class _IssueByDefault(click.Group):
@@ -49,16 +53,23 @@ def approve() -> None:
 )
 def issue(digest: str, key_file: str, approver: str, ttl: int) -> None:
     """Print a signed approval record (JSON) for exactly the action with DIGEST."""
-    from jevqueue.approvals import ApprovalAuthority, load_private_key
-
     try:
-        authority = ApprovalAuthority(
-            load_private_key(key_file), approver, ttl=timedelta(seconds=ttl)
-        )
-        record = authority.issue(digest.strip())
+        record = signing_authority(key_file, approver, ttl).issue(digest.strip())
     except JevError as error:
         raise click.ClickException(str(error)) from error
     click.echo(json.dumps(record.to_dict(), indent=2))
+
+
+def signing_authority(key_file: str, approver: str, ttl: int) -> ApprovalAuthority:
+    """The approval authority of ``approver``'s key file, issuing for ``ttl`` seconds.
+
+    Raises:
+        ConfigurationError: the key file is missing, unreadable or not an Ed25519 private
+            key, or the approver id is malformed.
+    """
+    from jevqueue.approvals import ApprovalAuthority, load_private_key
+
+    return ApprovalAuthority(load_private_key(key_file), approver, ttl=timedelta(seconds=ttl))
 
 
 @approve.command()

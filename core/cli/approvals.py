@@ -1,0 +1,328 @@
+"""``jevqueue approvals``: read and decide the requests in the approval inbox."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+from jevqueue.errors import DecisionRefusedError, InboxError, JevError, UnknownRequestError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jevqueue.approvals import ApprovalInbox, InboxRequest
+
+__all__ = ["approvals"]
+
+REVIEWER_VARIABLE = "JEVQUEUE_REVIEWER"
+INBOX_VARIABLE = "JEVQUEUE_INBOX"
+
+
+@click.group()
+def approvals() -> None:
+    """Read and decide the requests agents filed in the approval inbox.
+
+    The inbox is a SQLite file (default: approval-inbox.sqlite3 in the state directory,
+    beside the consumed approvals) or a fleet's PostgreSQL database: pass --store PATH or
+    --store postgresql://..., or set $JEVQUEUE_INBOX. Exit codes: 0 done, 1 the inbox
+    refused the decision (expired or already decided, the requester itself, a second
+    decision, another digest), 2 bad input (an unknown id, a prefix matching several ids,
+    an unusable key file) or an inbox that cannot be read.
+    """
+
+
+_STORE = click.option(
+    "--store",
+    envvar=INBOX_VARIABLE,
+    default=None,
+    help="The inbox: a SQLite path or a postgresql:// URL (default: the state directory's).",
+)
+_SCHEMA = click.option(
+    "--schema",
+    default="jevqueue",
+    show_default=True,
+    help="For a postgresql:// store: the schema holding the inbox.",
+)
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+_REVIEWER = click.option(
+    "--reviewer",
+    envvar=REVIEWER_VARIABLE,
+    default=None,
+    help="Your reviewer id, the approver id verifiers trust your key as "
+    "(default: $JEVQUEUE_REVIEWER, else your login name).",
+)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"Error: {message}", err=True)
+    raise SystemExit(code)
+
+
+@contextmanager
+def _inbox(store: str | None, schema: str) -> Iterator[ApprovalInbox]:
+    """The inbox, closed afterwards; every jevqueue error becomes a message and an exit code."""
+    from jevqueue.approvals import open_inbox
+
+    try:
+        inbox = open_inbox(store, schema=schema)
+    except (JevError, ImportError) as error:
+        _fail(str(error), 2)
+    try:
+        yield inbox
+    except DecisionRefusedError as error:
+        _fail(str(error), 1)
+    except (UnknownRequestError, InboxError, JevError) as error:
+        _fail(str(error), 2)
+    finally:
+        inbox.close()
+
+
+def _reviewer_id(reviewer: str | None) -> str:
+    if reviewer:
+        return reviewer
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        _fail(f"no reviewer id: pass --reviewer NAME or set ${REVIEWER_VARIABLE}", 2)
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+@approvals.command(name="list")
+@click.option("--all", "every", is_flag=True, help="Every request, not only pending ones.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@_JSON
+@_STORE
+@_SCHEMA
+def list_requests(every: bool, limit: int, as_json: bool, store: str | None, schema: str) -> None:
+    """List pending requests, newest first: id, tool, who asked, age, expiry."""
+    with _inbox(store, schema) as inbox:
+        found = inbox.requests(None if every else ("pending",), limit=limit)
+    if as_json:
+        click.echo(json.dumps([request.to_dict() for request in found], indent=2))
+        return
+    if not found:
+        click.echo("no requests" if every else "no pending requests")
+        return
+    now = datetime.now(timezone.utc)
+    rows = [("ID", "TOOL", "ASKED BY", "AGE", "EXPIRES IN" if not every else "STATE")]
+    for request in found:
+        last = _until(request.expires_at, now) if not every else _state_of(request, now)
+        rows.append(
+            (
+                request.request_id[:12],
+                request.tool,
+                request.requester.describe(),
+                _span((now - request.created_at).total_seconds()),
+                last,
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    for row in rows:
+        click.echo(
+            "  ".join(cell.ljust(widths[n]) for n, cell in enumerate(row[:4])) + "  " + row[4]
+        )
+
+
+@approvals.command()
+@click.argument("request_id")
+@_JSON
+@_STORE
+@_SCHEMA
+def show(request_id: str, as_json: bool, store: str | None, schema: str) -> None:
+    """Show one request in full: the exact arguments, digest, reasons, provenance, decisions.
+
+    REQUEST_ID is the id `list` shows, or at least its first 4 hex digits.
+    """
+    with _inbox(store, schema) as inbox:
+        request = inbox.find(request_id)
+    if as_json:
+        click.echo(json.dumps(request.to_dict(), indent=2))
+        return
+    click.echo(_describe(request, datetime.now(timezone.utc)))
+
+
+# --- deciding -----------------------------------------------------------------------------
+
+
+@approvals.command(name="approve")
+@click.argument("request_id")
+@click.option(
+    "--key",
+    "key_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Your Ed25519 private key file (from `jevqueue approve keygen`).",
+)
+@_REVIEWER
+@click.option("--reason", default="", help="Why you approve (optional).")
+@click.option(
+    "--ttl",
+    type=click.IntRange(min=1),
+    default=300,
+    show_default=True,
+    help="Seconds the signed approval stays valid (the PEP also refuses it 5 min after issue).",
+)
+@_STORE
+@_SCHEMA
+def approve_request(
+    request_id: str,
+    key_file: str,
+    reviewer: str | None,
+    reason: str,
+    ttl: int,
+    store: str | None,
+    schema: str,
+) -> None:
+    """Approve a request: sign an approval of exactly its action digest with your key."""
+    from jevqueue.cli.approve import signing_authority
+
+    who = _reviewer_id(reviewer)
+    with _inbox(store, schema) as inbox:
+        request = inbox.find(request_id)
+        authority = signing_authority(key_file, who, ttl)
+        decided = inbox.approve(
+            request.request_id, authority.issue(request.action_digest), reason=reason
+        )
+    click.echo(_decided(decided, who))
+
+
+@approvals.command(name="deny")
+@click.argument("request_id")
+@click.option("--reason", required=True, help="Why: the agent and its user read it.")
+@_REVIEWER
+@_STORE
+@_SCHEMA
+def deny_request(
+    request_id: str, reason: str, reviewer: str | None, store: str | None, schema: str
+) -> None:
+    """Deny a request with a reason; the agent's call is refused with it."""
+    who = _reviewer_id(reviewer)
+    with _inbox(store, schema) as inbox:
+        request = inbox.find(request_id)
+        decided = inbox.deny(request.request_id, who, reason)
+    click.echo(_decided(decided, who))
+
+
+@approvals.command()
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.05, max=60),
+    default=1.0,
+    show_default=True,
+    help="Seconds between looks at the inbox.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@_STORE
+@_SCHEMA
+def watch(interval: float, as_json: bool, store: str | None, schema: str) -> None:
+    """Print each new pending request as it arrives, until interrupted (Ctrl-C)."""
+    seen: set[str] = set()
+    with _inbox(store, schema) as inbox:
+        try:
+            while True:
+                fresh = [r for r in inbox.requests(limit=500) if r.request_id not in seen]
+                for request in reversed(fresh):  # oldest first, as they arrived
+                    seen.add(request.request_id)
+                    _print_line(request, as_json)
+                time.sleep(interval)
+        except KeyboardInterrupt:
+            return
+
+
+def _print_line(request: InboxRequest, as_json: bool) -> None:
+    if as_json:
+        line = json.dumps(request.to_dict(), separators=(",", ":"))
+    else:
+        now = datetime.now(timezone.utc)
+        line = (
+            f"{request.request_id}  {request.tool}  asked by {request.requester.describe()}  "
+            f"expires in {_until(request.expires_at, now)}  {request.action_digest}"
+        )
+    click.echo(line)
+    sys.stdout.flush()  # a reader on a pipe sees each request as it arrives
+
+
+# --- text -----------------------------------------------------------------------------------
+
+
+def _span(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+def _until(moment: datetime, now: datetime) -> str:
+    left = (moment - now).total_seconds()
+    return _span(left) if left > 0 else "expired"
+
+
+def _state_of(request: InboxRequest, now: datetime) -> str:
+    if request.state.value == "pending":
+        return f"pending, expires in {_until(request.expires_at, now)}"
+    return request.state.value
+
+
+def _decided(request: InboxRequest, reviewer: str) -> str:
+    approvals = len(request.approvals)
+    if request.state.value == "pending":
+        return (
+            f"{reviewer} approved {request.request_id}: {approvals} of {request.required} "
+            "approvals; it waits for more"
+        )
+    return f"{reviewer} decided {request.request_id}: it is {request.state.value}"
+
+
+def _describe(request: InboxRequest, now: datetime) -> str:
+    document = request.request
+    asker = request.requester
+    lines = [
+        f"request   {request.request_id}",
+        f"state     {_state_of(request, now)}",
+        f"tool      {request.tool}",
+        f"digest    {request.action_digest}",
+        f"asked by  {asker.describe()}",
+        f"filed     {request.created_at.isoformat(timespec='seconds')} "
+        f"({_span((now - request.created_at).total_seconds())} ago)",
+        f"expires   {request.expires_at.isoformat(timespec='seconds')}",
+        f"needs     {request.required} approval(s) from distinct reviewers",
+        "reasons:",
+        *[f"  - {reason}" for reason in document.get("reasons") or ["(none given)"]],
+        "arguments (exactly as judged):",
+        *_indented(document.get("arguments")),
+        "context:",
+        *_indented(document.get("context")),
+    ]
+    provenance = document.get("provenance")
+    if provenance:
+        lines.append("where the values came from:")
+        lines.extend(f"  - {origin.get('says', origin)}" for origin in provenance)
+    if asker.call_id or asker.host or asker.process_id is not None:
+        lines.append(
+            f"call {asker.call_id or '-'} on {asker.host or '-'}, process {asker.process_id}"
+        )
+    lines.append("decisions:" if request.decisions else "decisions: none yet")
+    for decision in request.decisions:
+        verb = "approved" if decision.approve else "denied"
+        reason = f": {decision.reason}" if decision.reason else ""
+        lines.append(
+            f"  - {decision.reviewer} {verb} at "
+            f"{decision.decided_at.isoformat(timespec='seconds')}{reason}"
+        )
+    return "\n".join(lines)
+
+
+def _indented(value: Any) -> list[str]:
+    text = json.dumps(value, indent=2, sort_keys=True)
+    return [f"  {line}" for line in text.splitlines()]
