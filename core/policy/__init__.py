@@ -10,7 +10,10 @@ checks approvals and writes the audit record before the call may run.
 The :class:`Guard` is where the policy layer meets a running agent: every plugin's tool-call
 half adapts it. It judges a call (:class:`Judgement`: allowed with the arguments to run,
 refused with a message, or pending an :class:`ApprovalRequest`), asks the
-:class:`Approver`, and runs what was judged once.
+:class:`Approver`, and runs what was judged once. The approvers that ship:
+:class:`AuthorityApprover` (automation), :class:`ConsoleApprover` (a person at the
+terminal) and :class:`jevqueue.approvals.InboxApprover` (reviewers anywhere, through the
+approval inbox and ``jevqueue approvals``; expiry is refused as expired, not declined).
 
 A plugin in front of someone else's tools (an MCP server) reads each listing into
 :class:`ListedTool` entries and holds the server to its declarations with

@@ -1,8 +1,10 @@
 """The approvers jevqueue ships: a person at a terminal, and a trusted authority's rule.
 
 Both are :class:`~jevqueue.policy.Approver` s: pass either as ``approver=`` to any plugin.
-Neither decides alone: each answers with a record signed for exactly the request's digest,
-and the PEP checks it (binding, freshness, signature, single use).
+(Reviewers who are not at the agent's terminal decide through the approval inbox:
+:class:`jevqueue.approvals.InboxApprover`.) Neither decides alone: each answers with a
+record signed for exactly the request's digest, and the PEP checks it (binding,
+freshness, signature, single use).
 """
 
 from __future__ import annotations
