@@ -10,7 +10,7 @@ __all__ = ["db"]
 
 @click.group()
 def db() -> None:
-    """Manage the PostgreSQL database of a fleet (the audit chain, consumed approvals)."""
+    """Manage the PostgreSQL database of a fleet (audit chain, consumed approvals, inbox)."""
 
 
 @db.command()

@@ -1,7 +1,8 @@
 """The PostgreSQL database that a fleet of agent workers shares.
 
-One database holds the fleet's audit chain (:class:`jevqueue.audit.PostgresAuditLog`) and
-its consumed approvals (:class:`jevqueue.approvals.PostgresConsumedApprovals`). It is named
+One database holds the fleet's audit chain (:class:`jevqueue.audit.PostgresAuditLog`), its
+consumed approvals (:class:`jevqueue.approvals.PostgresConsumedApprovals`) and its approval
+inbox (:class:`jevqueue.approvals.PostgresApprovalInbox`). It is named
 by a libpq connection string, passed in code or taken from ``$JEVQUEUE_DATABASE_URL``.
 The library creates and upgrades its tables itself, in a schema of their own (``jevqueue``
 unless told otherwise), by numbered migrations recorded in ``<schema>.schema_version``:
