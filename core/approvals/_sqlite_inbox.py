@@ -64,9 +64,11 @@ _COLUMNS = (
 class SQLiteApprovalInbox(ApprovalInbox):
     """The approval inbox in a SQLite file (WAL, ``synchronous=FULL``).
 
-    Every decision is one ``BEGIN IMMEDIATE`` transaction: it takes the file's write lock,
-    reads the request, checks the rules and writes the decision and the new state, so two
-    reviewers deciding at once — threads or processes — are judged one after the other.
+    Every read is one snapshot (a deferred transaction), so a request and its decisions
+    are always read as they stood together. Every decision is one ``BEGIN IMMEDIATE``
+    transaction: it takes the file's write lock, reads the request, checks the rules and
+    writes the decision and the new state, so two reviewers deciding at once — threads or
+    processes — are judged one after the other.
     Agents and reviewers on one host share the file; a fleet uses
     :class:`~jevqueue.approvals.PostgresApprovalInbox`.
 
@@ -110,23 +112,25 @@ class SQLiteApprovalInbox(ApprovalInbox):
 
     @contextmanager
     def _session(self, what: str, write: bool = False) -> Iterator[sqlite3.Connection]:
-        """The connection, in one transaction when ``write``; store errors as InboxError."""
+        """The connection in one transaction; store errors as InboxError.
+
+        A read is a transaction too: in WAL mode it reads one snapshot, so a request row
+        and its decisions never straddle a decision another connection commits between
+        the two statements. A write takes the file's write lock first (``IMMEDIATE``).
+        """
         with self._lock:
             if os.getpid() != self._pid:  # a forked child must not share the parent's handle
                 self._pid = os.getpid()
                 self._connection = self._open()
             connection = self._connection
             try:
-                if write:
-                    connection.execute("BEGIN IMMEDIATE")
+                connection.execute("BEGIN IMMEDIATE" if write else "BEGIN DEFERRED")
                 try:
                     yield connection
                 except BaseException:
-                    if write:
-                        connection.execute("ROLLBACK")
+                    connection.execute("ROLLBACK")
                     raise
-                if write:
-                    connection.execute("COMMIT")
+                connection.execute("COMMIT")
             except sqlite3.Error as error:
                 raise InboxError(
                     f"the approval inbox {self.where} could not {what} ({type(error).__name__}: "

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -314,6 +315,36 @@ def test_a_damaged_row_reads_as_a_typed_error(store: Store, statement: str, comp
     assert "not read as a decision" in str(damaged.value)
     with pytest.raises(InboxCorruptionError):
         inbox.requests()
+
+
+def test_a_reader_never_sees_a_request_half_decided(store: Store) -> None:
+    """A read is one snapshot: never the request still pending beside the decision that
+    settled it, whatever another connection commits in between."""
+    inbox, reviewer = store.open(), store.open()
+    filed = [inbox.file(_request(f"make step-{n}")) for n in range(200)]
+    current = [filed[0].request_id]  # the request being approved right now
+    done = threading.Event()
+    damaged: list[InboxCorruptionError] = []
+
+    def read_until_done() -> None:
+        while not done.is_set():
+            try:
+                inbox.get(current[0])
+            except InboxCorruptionError as error:
+                damaged.append(error)
+                return
+
+    reader = threading.Thread(target=read_until_done)
+    reader.start()
+    try:
+        for request in filed:
+            current[0] = request.request_id
+            reviewer.approve(request.request_id, ALICE.issue(request.action_digest))
+    finally:
+        done.set()
+        reader.join(timeout=30)
+    assert not reader.is_alive()
+    assert damaged == []
 
 
 _REVIEWER = textwrap.dedent(
