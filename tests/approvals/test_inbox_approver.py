@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from jevqueue.approvals import (
     ApprovalExpiredError,
     InboxApprover,
+    InboxRequest,
     InboxState,
     MemoryConsumedApprovals,
     SignedApprovalVerifier,
@@ -114,6 +115,18 @@ class Setup:
         return CliRunner().invoke(
             main, ["approvals", *arguments, "--store", str(self.store)], catch_exceptions=False
         )
+
+
+async def _filed(setup: Setup) -> InboxRequest:
+    """The one pending request, once the agent filed it, without blocking the loop."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pending = setup.inbox.requests()
+        if pending:
+            assert len(pending) == 1
+            return pending[0]
+        await asyncio.sleep(0.01)
+    raise AssertionError("the agent never filed its request")
 
 
 @pytest.fixture
@@ -217,16 +230,14 @@ def test_an_async_call_waits_without_blocking_the_loop_and_is_approved(setup: Se
         call = asyncio.create_task(
             setup.guard.acheck("terminal", {"command": "make deploy"}, "call-1")
         )
-        while not setup.inbox.requests():  # the loop keeps running while the call waits
-            await asyncio.sleep(0.01)
-        (request,) = setup.inbox.requests()
+        request = await _filed(setup)  # the loop keeps running while the call waits
         from jevqueue.approvals import ApprovalAuthority, load_private_key
 
         alice = ApprovalAuthority(load_private_key(setup.key), "alice")
         await asyncio.to_thread(
             setup.inbox.approve, request.request_id, alice.issue(request.action_digest)
         )
-        return await call
+        return await asyncio.wait_for(call, timeout=30)
 
     judgement = asyncio.run(scenario())
     assert judgement.allowed, judgement.message
@@ -237,11 +248,10 @@ def test_a_cancelled_async_wait_withdraws_the_request(setup: Setup) -> None:
         pending = setup.guard.judge("terminal", {"command": "ls"}, "call-1")
         assert pending.request is not None
         waiting = asyncio.create_task(setup.approver.wait_async(pending.request))
-        while not setup.inbox.requests():
-            await asyncio.sleep(0.01)
+        await _filed(setup)
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await waiting
+            await asyncio.wait_for(waiting, timeout=30)
 
     asyncio.run(scenario())
     (request,) = setup.inbox.requests(None)

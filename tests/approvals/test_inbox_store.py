@@ -7,6 +7,7 @@ races run in real processes, each with its own connection.
 from __future__ import annotations
 
 import json
+import queue
 import sqlite3
 import subprocess
 import sys
@@ -356,7 +357,10 @@ _REVIEWER = textwrap.dedent(
     target, schema, request_id, digest, reviewer = sys.argv[1:6]
     inbox = open_inbox(target, schema=schema or "jevqueue")
     record = ApprovalAuthority(Ed25519PrivateKey.generate(), reviewer).issue(digest)
-    sys.stdin.readline()  # decide together
+    inbox.get(request_id)  # the connection is open and the request read
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":  # decide together, or not at all
+        sys.exit("no go from the test")
     try:
         state = inbox.approve(request_id, record).state.value
     except DecisionRefusedError as refused:
@@ -364,6 +368,30 @@ _REVIEWER = textwrap.dedent(
     print(json.dumps(state))
     """
 )
+
+
+def _lines(child: subprocess.Popen[str]) -> queue.Queue[str | None]:
+    """The child's output lines as they come (None at its end), read in a thread so that
+    every wait for one has a deadline."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert child.stdout is not None
+        for line in child.stdout:
+            lines.put(line.strip())
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def _next_line(lines: queue.Queue[str | None], deadline: float, who: str) -> str:
+    try:
+        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+    except queue.Empty:
+        raise AssertionError(f"reviewer {who} said nothing before the deadline") from None
+    assert line is not None, f"reviewer {who} exited before saying anything more"
+    return line
 
 
 def _race(store: Store, request_id: str, digest: str, reviewers: list[str]) -> list[str]:
@@ -376,14 +404,33 @@ def _race(store: Store, request_id: str, digest: str, reviewers: list[str]) -> l
         )
         for who in reviewers
     ]
-    time.sleep(1.0)  # every child has its connection open before anyone decides
-    for child in children:
-        assert child.stdin is not None
-        child.stdin.write("go\n")
-        child.stdin.flush()
-    outcomes = [json.loads(child.communicate(timeout=120)[0]) for child in children]
-    assert all(child.returncode == 0 for child in children)
-    return outcomes
+    try:
+        outputs = [_lines(child) for child in children]
+        deadline = time.monotonic() + 60
+        # every child has its connection open and has read the request before "go"
+        for who, lines in zip(reviewers, outputs, strict=True):
+            assert _next_line(lines, deadline, who) == "ready"
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        deadline = time.monotonic() + 120
+        outcomes = [
+            json.loads(_next_line(lines, deadline, who))
+            for who, lines in zip(reviewers, outputs, strict=True)
+        ]
+        for child in children:
+            child.wait(timeout=max(0.0, deadline - time.monotonic()))
+        assert all(child.returncode == 0 for child in children)
+        return outcomes
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=30)
+            for stream in (child.stdin, child.stdout):
+                if stream is not None:
+                    stream.close()
 
 
 def test_reviewers_deciding_at_once_in_processes_are_judged_one_after_the_other(

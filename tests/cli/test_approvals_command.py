@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -213,13 +215,37 @@ def test_watch_prints_each_new_request_as_it_arrives(store: SQLiteApprovalInbox)
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
-        assert watcher.stdout is not None
-        first = json.loads(watcher.stdout.readline())
+        lines = _lines(watcher)
+        first = json.loads(_next_line(lines))
         assert first["request"]["arguments"]["CommandLine"] == "make before"
         filed = store.file(_request("make after"))
-        second = json.loads(watcher.stdout.readline())
+        second = json.loads(_next_line(lines))
         assert second["request_id"] == filed.request_id and second["state"] == "pending"
     finally:
         watcher.terminate()
         watcher.wait(timeout=30)
     assert store.get(filed.request_id).state is InboxState.PENDING  # watching decides nothing
+
+
+def _lines(process: subprocess.Popen[str]) -> queue.Queue[str | None]:
+    """The process's output lines as they come (None at its end), read in a thread so that
+    every wait for one has a deadline."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def _next_line(lines: queue.Queue[str | None], seconds: float = 30) -> str:
+    try:
+        line = lines.get(timeout=seconds)
+    except queue.Empty:
+        raise AssertionError(f"watch printed nothing in {seconds} s") from None
+    assert line is not None, "watch exited before printing the next request"
+    return line
