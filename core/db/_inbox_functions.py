@@ -10,7 +10,10 @@ As with version 4, nobody but the owner writes the tables; each write is one
 ``SECURITY DEFINER`` function with a fixed ``search_path``:
 
 * ``file_approval_request(...)`` — an agent files a request, timestamped by the
-  database's clock (expiry from a few milliseconds to seven days);
+  database's clock (expiry from a few milliseconds to seven days). The requester's
+  actor, the one that may not approve, is read from the request's own context; a
+  request whose context, requester, digest or tool disagree is refused (and a CHECK
+  keeps the table's columns equal to the stored request's);
 * ``cancel_approval_request(id)`` — an agent that stopped waiting withdraws a pending
   request;
 * ``decide_approval_request(id, reviewer, approve, reason, record)`` — a reviewer's
@@ -49,7 +52,13 @@ CREATE TABLE {s}.approval_requests (
     expires_at    timestamptz NOT NULL,
     state         text NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'cancelled')),
     decided_at    timestamptz,
-    CHECK (expires_at > created_at AND expires_at <= created_at + interval '7 days')
+    CHECK (expires_at > created_at AND expires_at <= created_at + interval '7 days'),
+    CONSTRAINT approval_requests_document_agrees CHECK (
+        request ->> 'action_digest' IS NOT DISTINCT FROM action_digest
+        AND request ->> 'tool' IS NOT DISTINCT FROM tool
+        AND request -> 'context' ->> 'actor_id' IS NOT DISTINCT FROM actor_id
+        AND requester ->> 'actor_id' IS NOT DISTINCT FROM actor_id
+    )
 );
 CREATE INDEX approval_requests_created_at ON {s}.approval_requests (created_at);
 CREATE TABLE {s}.approval_decisions (
@@ -66,14 +75,28 @@ CREATE FUNCTION {s}.file_approval_request(
     new_id text, digest text, tool_name text, document jsonb, asker jsonb,
     needed integer, lifetime interval
 ) RETURNS void
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    actor text := document -> 'context' ->> 'actor_id';
+BEGIN
+    IF actor IS NULL OR (asker ->> 'actor_id') IS DISTINCT FROM actor
+            OR (document ->> 'action_digest') IS DISTINCT FROM digest
+            OR (document ->> 'tool') IS DISTINCT FROM tool_name THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'check_violation',
+            MESSAGE = 'the approval request does not agree with what is filed with it: '
+                || 'its context names the actor that asks, and the requester, the digest '
+                || 'and the tool must be its own',
+            HINT = 'file the ApprovalRequest the guard built through ApprovalInbox.file';
+    END IF;
     INSERT INTO {s}.approval_requests (
         request_id, action_digest, tool, request, requester, actor_id, required,
         created_at, expires_at, state
     ) VALUES (
-        $1, $2, $3, $4, $5, $5 ->> 'actor_id', $6,
-        pg_catalog.now(), pg_catalog.now() + $7, 'pending'
-    )
+        new_id, digest, tool_name, document, asker, actor, needed,
+        pg_catalog.now(), pg_catalog.now() + lifetime, 'pending'
+    );
+END
 $$;
 
 CREATE FUNCTION {s}.cancel_approval_request(wanted text) RETURNS boolean

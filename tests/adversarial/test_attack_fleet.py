@@ -633,6 +633,56 @@ def test_a_worker_files_and_a_reviewer_decides_each_only_through_its_functions(
     assert states == [(filed.request_id, "approved"), (second.request_id, "pending")]
 
 
+def test_a_worker_filing_directly_cannot_name_another_actor_or_a_mismatched_request(
+    fleet: Fleet,
+) -> None:
+    """The requester's actor comes from the request's context, never from what the filer
+    claims beside it; a request whose document and columns disagree is not filed."""
+    import psycopg
+    from jevqueue.approvals import PostgresApprovalInbox, Requester
+    from jevqueue.errors import SelfApprovalError
+
+    asked = _inbox_request()
+    document = json.loads(json.dumps(asked.to_dict()))
+    requester = Requester.of(asked).to_dict()
+    file = (
+        f'SELECT "{fleet.schema}".file_approval_request('
+        "%s, %s, %s, %s::jsonb, %s::jsonb, 1, interval '5 minutes')"
+    )
+    request_id = "ab" * 16
+    with psycopg.connect(fleet.worker, autocommit=True) as connection:
+        for digest, tool, asker in (
+            (asked.action_digest, asked.tool, {**requester, "actor_id": "nobody"}),
+            ("sha256:" + "00" * 32, asked.tool, requester),
+            (asked.action_digest, "read_file", requester),
+        ):
+            with pytest.raises(psycopg.errors.CheckViolation, match="does not agree"):
+                connection.execute(
+                    file, (request_id, digest, tool, json.dumps(document), json.dumps(asker))
+                )
+        connection.execute(
+            file,
+            (
+                request_id,
+                asked.action_digest,
+                asked.tool,
+                json.dumps(document),
+                json.dumps(requester),
+            ),
+        )
+    with psycopg.connect(fleet.url, autocommit=True) as admin:
+        assert admin.execute(
+            f'SELECT actor_id FROM "{fleet.schema}".approval_requests'
+        ).fetchall() == [(CONTEXT["actor_id"],)]
+    reviewer = PostgresApprovalInbox(fleet.reviewer, schema=fleet.schema)
+    try:
+        itself = ApprovalAuthority(Ed25519PrivateKey.generate(), CONTEXT["actor_id"])
+        with pytest.raises(SelfApprovalError):
+            reviewer.approve(request_id, itself.issue(asked.action_digest))
+    finally:
+        reviewer.close()
+
+
 def test_the_decide_function_keeps_the_rules_for_a_reviewer_who_calls_it_directly(
     fleet: Fleet,
 ) -> None:
