@@ -110,8 +110,11 @@ class ApprovalInbox(ABC):
                 f"context ({request.context.actor_id!r}): the actor that asks is the one that "
                 "may not approve, so they must be the same"
             )
+        # what the reviewer is shown, and beside it everything its digest covers (resolved
+        # targets, side effects, cwd), so that a reader recomputes the digest it would sign
+        shown = {**request.to_dict(), "digest_document": request.action.digest_document()}
         try:
-            document = json.loads(json.dumps(request.to_dict(), allow_nan=False))
+            document = json.loads(json.dumps(shown, allow_nan=False))
         except (TypeError, ValueError) as error:
             raise ConfigurationError(
                 f"the approval request for {request.tool!r} cannot be stored as JSON ({error})"
@@ -185,6 +188,8 @@ class ApprovalInbox(ABC):
             UnknownRequestError: no request has that id.
             DecisionRefusedError: a rule refused it (see the module docstring): closed or
                 expired, the requester itself, a second decision, another digest.
+            InboxCorruptionError: the request's digest is not the digest of what it stores
+                and shows (recomputed on every read), so nobody approves it.
         """
         if type(record) is not ApprovalRecord or record.signature is None:
             raise ConfigurationError(
@@ -194,7 +199,9 @@ class ApprovalInbox(ABC):
         decision = InboxDecision(
             record.approver_id, True, _reason(reason, required=False), _now(), record
         )
-        return self._decide(_exact(request_id), decision)
+        exact = _exact(request_id)
+        self.get(exact)  # every read recomputes the digest from what the request shows
+        return self._decide(exact, decision)
 
     def deny(self, request_id: str, reviewer: str, reason: str) -> InboxRequest:
         """Record ``reviewer``'s denial; the request becomes ``denied``.

@@ -8,6 +8,7 @@ needs no writer.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -26,7 +27,8 @@ from jevqueue.approvals._record import (
     format_timestamp,
     parse_timestamp,
 )
-from jevqueue.errors import InboxCorruptionError, InvalidApprovalError
+from jevqueue.errors import InboxCorruptionError, InvalidApprovalError, NonCanonicalArgumentsError
+from jevqueue.policy._canonical import canonical_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.policy._approval_request import ApprovalRequest
@@ -305,6 +307,7 @@ def stored_request(
             raise damaged("it names no tool")
         if not isinstance(document.get("arguments"), Mapping):
             raise damaged("its request holds no arguments")
+        _check_covered(document, digest, damaged)
         requester = Requester.from_dict(_json_object(row.get("requester"), "the requester"))
         required = row.get("required")
         if type(required) is not int or not 1 <= required <= 100:
@@ -340,6 +343,23 @@ def stored_request(
         decided_at=decided_at,
         read_at=now,
     )
+
+
+def _check_covered(document: Mapping[str, Any], digest: str, damaged: Any) -> None:
+    """The digest must be the digest of the stored ``digest_document``, and what a reviewer
+    is shown (tool, arguments, context) must be what that document holds."""
+    covered = document.get("digest_document")
+    if not isinstance(covered, Mapping):
+        raise damaged("it does not store what its digest covers")
+    try:
+        recomputed = "sha256:" + hashlib.sha256(canonical_json(dict(covered))).hexdigest()
+        if recomputed != digest:
+            raise damaged(f"what its digest covers hashes to another digest, {recomputed}")
+        for key in ("tool", "arguments", "context"):
+            if canonical_json(covered.get(key)) != canonical_json(document.get(key)):
+                raise damaged(f"its {key} differ from what its digest covers")
+    except NonCanonicalArgumentsError as error:
+        raise damaged(f"what its digest covers is not canonical JSON ({error})") from None
 
 
 def _json_object(value: Any, what: str) -> dict[str, Any]:

@@ -303,6 +303,7 @@ def _describe(request: InboxRequest, now: datetime) -> str:
         *_indented(document.get("arguments")),
         "context:",
         *_indented(document.get("context")),
+        *_covered(document.get("digest_document") or {}),
     ]
     provenance = document.get("provenance")
     if provenance:
@@ -321,6 +322,23 @@ def _describe(request: InboxRequest, now: datetime) -> str:
             f"{decision.decided_at.isoformat(timespec='seconds')}{reason}"
         )
     return "\n".join(lines)
+
+
+def _covered(covered: Any) -> list[str]:
+    """What the digest covers besides the tool, arguments and context (the stored request
+    is read only when the digest recomputed from it matches)."""
+    targets = [str(target) for target in covered.get("targets") or []]
+    lines = [
+        "what the digest covers besides:",
+        f"  side effects  {', '.join(map(str, covered.get('side_effects') or [])) or '(none)'}",
+    ]
+    if "cwd" in covered:
+        lines.append(f"  cwd           {covered['cwd'] if covered['cwd'] is not None else '-'}")
+    if "origin" in covered:
+        lines.append(f"  origin        {json.dumps(covered['origin'], sort_keys=True)}")
+    lines.append(f"  targets       {targets[0] if targets else '(none)'}")
+    lines.extend(f"                {target}" for target in targets[1:])
+    return lines
 
 
 def _indented(value: Any) -> list[str]:

@@ -643,7 +643,9 @@ def test_a_worker_filing_directly_cannot_name_another_actor_or_a_mismatched_requ
     from jevqueue.errors import SelfApprovalError
 
     asked = _inbox_request()
-    document = json.loads(json.dumps(asked.to_dict()))
+    document = json.loads(
+        json.dumps({**asked.to_dict(), "digest_document": asked.action.digest_document()})
+    )
     requester = Requester.of(asked).to_dict()
     file = (
         f'SELECT "{fleet.schema}".file_approval_request('

@@ -82,7 +82,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
                 # the damage a reader must survive is past the table's own CHECK, too
                 admin.execute(
                     f'ALTER TABLE "{schema}".approval_requests '
-                    "DROP CONSTRAINT approval_requests_document_agrees"
+                    "DROP CONSTRAINT IF EXISTS approval_requests_document_agrees"
                 )
                 admin.execute(statement.format(t=f'"{schema}".').replace("?", "%s"), (request_id,))
 
@@ -351,6 +351,50 @@ def test_a_reader_never_sees_a_request_half_decided(store: Store) -> None:
         reader.join(timeout=30)
     assert not reader.is_alive()
     assert damaged == []
+
+
+def test_a_request_stores_what_its_digest_covers(store: Store) -> None:
+    asked = _request()
+    filed = store.open().file(asked)
+    covered = filed.request["digest_document"]
+    assert covered == json.loads(json.dumps(asked.action.digest_document()))
+    assert covered["cwd"] == "/workspace/project" and covered["side_effects"] == ["shell_command"]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "complaint"),
+    [
+        (["digest_document", "arguments", "CommandLine"], "make clean", "hashes to another"),
+        (["arguments", "CommandLine"], "make clean", "arguments differ from what"),
+        (["digest_document", "targets"], ["/etc/passwd"], "hashes to another"),
+    ],
+    ids=["covered", "shown", "targets"],
+)
+def test_a_request_whose_digest_is_not_of_what_it_shows_is_never_approved(
+    store: Store, path: list[str], value: object, complaint: str
+) -> None:
+    """A reviewer signs only a digest recomputed from what the request shows."""
+    inbox = store.open()
+    filed = inbox.file(_request())
+    if store.kind == "sqlite":
+        statement = (
+            "UPDATE approval_requests SET request = json_set(request, "
+            f"'$.{'.'.join(path)}', json('{json.dumps(value)}')) WHERE request_id = ?"
+        )
+    else:
+        statement = (
+            "UPDATE {t}approval_requests SET request = jsonb_set(request, "
+            f"'{{{{{','.join(path)}}}}}', '{json.dumps(value)}') WHERE request_id = ?"
+        )
+    store.corrupt(statement, filed.request_id)
+    with pytest.raises(InboxCorruptionError, match=complaint):
+        inbox.get(filed.request_id)
+    with pytest.raises(InboxCorruptionError, match=complaint):
+        inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    stored = json.dumps(dict(filed.request)).replace("{", "{{").replace("}", "}}")
+    restore = f"UPDATE {{t}}approval_requests SET request = '{stored}'"
+    store.corrupt(restore + " WHERE request_id = ?", filed.request_id)
+    assert inbox.get(filed.request_id).decisions == ()  # nothing was recorded
 
 
 _REVIEWER = textwrap.dedent(

@@ -90,6 +90,10 @@ def test_show_prints_the_exact_request(store: SQLiteApprovalInbox) -> None:
         '"CommandLine": "make deploy"',
         "a shell command",
         '"actor_id": "coding-agent"',
+        "what the digest covers besides:",
+        "  side effects  shell_command",
+        "  cwd           /workspace/project",
+        "  targets       (none)",
         "call call-7 on",
         "decisions: none yet",
     ):
