@@ -21,11 +21,13 @@ r"""Every error jevqueue raises, under one root.
     │   ├── ToolsFileError             a tools file that cannot be read or is wrong (.file, .line)
     │   ├── InvalidApprovalError       an approval record that is malformed
     │   ├── UnknownRequestError        no request in the approval inbox has that id (or prefix)
+    │   ├── ApprovalPendingError       a paused run resumed before its request was decided
     │   ├── DecisionRefusedError       the approval inbox refuses a decision (.request_id)
     │   │   ├── SelfApprovalError      the requester tried to approve its own request
     │   │   ├── DuplicateDecisionError a reviewer who already decided tried again
     │   │   ├── RequestClosedError     the request expired or was already decided (.state)
-    │   │   └── DigestMismatchError    the approval names another action than the request's
+    │   │   ├── DigestMismatchError    the approval names another action than the request's
+    │   │   └── NotAnApproverError     the reviewer is in no approver group the policy names
     │   └── NetworkAccessError         a test reached for the network while the guard forbids it
     ├── JevRuntimeError                something failed while running
     │   ├── ProviderDisobeyedError     the provider ignored the selected tool; nothing executed
@@ -34,8 +36,9 @@ r"""Every error jevqueue raises, under one root.
     │   ├── AuditWriteError            the audit record could not be written; the call is denied
     │   ├── AuditIntegrityError        a verified audit log was edited, reordered or truncated
     │   ├── AuditReadError             an audit log is missing, unreadable, or not an audit log
-    │   └── InboxError                 the approval inbox could not be read or written
-    │       └── InboxCorruptionError   a stored request is damaged (.request_id)
+    │   ├── InboxError                 the approval inbox could not be read or written
+    │   │   └── InboxCorruptionError   a stored request is damaged (.request_id)
+    │   └── WebhookDeliveryError       a notification was not delivered (.request_id, .status)
     └── ControlSignal                  not a bug: the flow stops here on purpose
         ├── PolicyDeniedError          the policy denied the call (.verdict)
         ├── UnfulfilledObligationError an obligation such as explicit approval is unmet (.verdict)
@@ -63,6 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "ApprovalDeclinedError",
     "ApprovalExpiredError",
+    "ApprovalPendingError",
     "ApprovalRequiredError",
     "ArgumentsTooDeepError",
     "ArgumentsTooLargeError",
@@ -89,6 +93,7 @@ __all__ = [
     "NonCanonicalArgumentsError",
     "NonFiniteNumberError",
     "NonStringKeyError",
+    "NotAnApproverError",
     "PolicyDeniedError",
     "PolicyFileError",
     "ProviderDisobeyedError",
@@ -103,6 +108,7 @@ __all__ = [
     "UnregisteredToolError",
     "UnsupportedTypeError",
     "UsageError",
+    "WebhookDeliveryError",
 ]
 
 
@@ -227,6 +233,17 @@ class UnknownRequestError(UsageError):
     """No request in the approval inbox has that id, or a prefix matches several."""
 
 
+class ApprovalPendingError(UsageError):
+    """A paused run was resumed from an approval request nobody has decided yet.
+
+    ``request_id`` names the request; resume once reviewers decided it.
+    """
+
+    def __init__(self, message: str, *, request_id: str = "") -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
 class DecisionRefusedError(UsageError):
     """The approval inbox refuses a decision; nothing was recorded.
 
@@ -259,6 +276,10 @@ class RequestClosedError(DecisionRefusedError):
 
 class DigestMismatchError(DecisionRefusedError):
     """The approval record names another action digest than the request's."""
+
+
+class NotAnApproverError(DecisionRefusedError):
+    """The reviewer is in no approver group the request's policy names for its approval."""
 
 
 class NetworkAccessError(UsageError):
@@ -341,6 +362,24 @@ class InboxCorruptionError(InboxError):
     def __init__(self, message: str, *, request_id: str = "") -> None:
         super().__init__(message)
         self.request_id = request_id
+
+
+class WebhookDeliveryError(JevRuntimeError):
+    """A webhook notification could not be delivered.
+
+    Attributes:
+        request_id: The approval request the notification was about.
+        status: The last HTTP status answered, or ``None`` when no answer came.
+        attempts: How many attempts were made.
+    """
+
+    def __init__(
+        self, message: str, *, request_id: str = "", status: int | None = None, attempts: int = 0
+    ) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        self.status = status
+        self.attempts = attempts
 
 
 # --- control-flow signals -----------------------------------------------------

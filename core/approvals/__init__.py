@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
         default_consumed_approvals_path,
     )
     from jevqueue.approvals._inbox import ApprovalInbox, default_inbox_path, open_inbox
+    from jevqueue.approvals._inbox_answer import inbox_answer
     from jevqueue.approvals._inbox_approver import InboxApprover
     from jevqueue.approvals._inbox_request import (
         DEFAULT_EXPIRY,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.approvals._record import ApprovalRecord
     from jevqueue.approvals._sqlite_inbox import SQLiteApprovalInbox
     from jevqueue.approvals._verifier import ApprovalVerifier
+    from jevqueue.approvals._webhook import Webhook
     from jevqueue.errors import ApprovalExpiredError
 
 _EXPORTS: dict[str, str] = {
@@ -102,6 +104,7 @@ _EXPORTS: dict[str, str] = {
     "default_inbox_path": "jevqueue.approvals._inbox",
     "open_inbox": "jevqueue.approvals._inbox",
     "InboxApprover": "jevqueue.approvals._inbox_approver",
+    "inbox_answer": "jevqueue.approvals._inbox_answer",
     "DEFAULT_EXPIRY": "jevqueue.approvals._inbox_request",
     "InboxDecision": "jevqueue.approvals._inbox_request",
     "InboxRequest": "jevqueue.approvals._inbox_request",
@@ -110,6 +113,7 @@ _EXPORTS: dict[str, str] = {
     "SQLiteApprovalInbox": "jevqueue.approvals._sqlite_inbox",
     "PostgresApprovalInbox": "jevqueue.approvals._postgres_inbox",
     "ApprovalExpiredError": "jevqueue.errors",
+    "Webhook": "jevqueue.approvals._webhook",
 }
 
 __all__ = [
@@ -136,12 +140,14 @@ __all__ = [
     "SQLiteApprovalInbox",
     "SQLiteConsumedApprovals",
     "SignedApprovalVerifier",
+    "Webhook",
     "check_approvals",
     "coerce_private_key",
     "coerce_public_key",
     "default_consumed_approvals_path",
     "default_inbox_path",
     "generate_key_pair",
+    "inbox_answer",
     "load_private_key",
     "load_public_key",
     "open_inbox",

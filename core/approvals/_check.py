@@ -9,6 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from jevqueue.approvals._record import ApprovalRecord
 from jevqueue.errors import ConfigurationError
+from jevqueue.policy._approval_quorum import (
+    ApprovalQuorum,
+    describe_quorums,
+    effective_quorums,
+    no_record_reason,
+)
 from jevqueue.policy._verdict import VerdictKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,19 +46,29 @@ def check_approvals(
     freshness: timedelta = DEFAULT_FRESHNESS,
     clock_skew: timedelta = CLOCK_SKEW,
 ) -> Verdict:
-    """Fulfil the verdict's ``explicit_approval`` obligation with one of ``records``.
+    """Fulfil the verdict's ``explicit_approval`` obligation with ``records``.
 
-    A record fulfils it only if, in this order:
+    The obligation is fulfilled when every quorum of the verdict
+    (:attr:`~jevqueue.policy.Verdict.quorums`; none named: one approval from anyone the
+    verifier trusts) is met by distinct approvers, each with a record that is valid on
+    its own. A record is valid only if, in this order:
 
     1. it is an :class:`ApprovalRecord` — a string (such as ``"explicit_approval"``), a
        dict or anything else never counts;
     2. its ``action_digest`` equals ``action.digest`` exactly;
     3. it is fresh: ``issued_at - clock_skew <= now <= issued_at + freshness``, and
        ``now < expires_at`` when the record sets ``expires_at``;
-    4. ``verifier(record, action)`` returns exactly ``True`` (no verifier: never);
-    5. ``consumed.consume(...)`` accepts its ``approval_id`` — called only once steps 1-4
-       passed, so a refused record is not burnt, and a used one is refused for good (the
-       store decides whether "for good" outlives the process; the SQLite one does).
+    4. its ``approver_id`` is not the action context's ``actor_id``: a requester never
+       approves its own call;
+    5. ``verifier(record, action)`` returns exactly ``True`` (no verifier: never).
+
+    A valid record counts when its approver belongs to a quorum that still needs
+    approvals (a record from outside every named group, or a second one from an approver
+    already counted, does not). Only once the valid records can meet every quorum is
+    each counted record consumed (``consumed.consume(...)``; a refused record is never
+    burnt): one already used does not count, and a store that fails refuses the whole
+    approval (fail closed). The store decides whether "used" outlives the process; the
+    SQLite one does.
 
     Args:
         verdict: the PDP's verdict for ``action``.
@@ -66,10 +82,10 @@ def check_approvals(
 
     Returns:
         The verdict unchanged when it carries no ``explicit_approval`` obligation. Else,
-        when a record fulfilled it, the verdict with ``explicit_approval`` moved out of
-        ``obligations`` and a reason naming the approval; otherwise the verdict with one
-        added reason per refused record. Reasons never echo a record's contents beyond
-        its validated identifiers.
+        when the records fulfilled it, the verdict with ``explicit_approval`` moved out of
+        ``obligations`` and a reason naming the approvals; otherwise the verdict with one
+        added reason per refused record and one per unmet quorum, saying what is missing.
+        Reasons never echo a record's contents beyond its validated identifiers.
     """
     if verdict.kind is not VerdictKind.ALLOW_WITH_OBLIGATIONS:
         return verdict
@@ -87,46 +103,118 @@ def check_approvals(
     if isinstance(records, str | bytes | Mapping) or records is None:
         # A bare string is a sequence of characters, not of records: judge it whole.
         records = () if records is None else (records,)
-    refusals: list[str] = []
+    quorums = effective_quorums(verdict.quorums)
     if not records:
-        refusals.append(
-            "explicit approval required: no approval record supplied; obtain one for "
-            f"{action.digest} and retry"
+        return dataclasses.replace(
+            verdict, reasons=(*verdict.reasons, no_record_reason(verdict.quorums, action.digest))
         )
+    refusals: list[str] = []
+    valid: list[tuple[str, ApprovalRecord]] = []
     for index, record in enumerate(records):
-        problem = _refusal(
-            record, action, verifier=verifier, now=moment, freshness=freshness, skew=clock_skew
-        )
         label = _label(index, record)
+        problem = _refusal(
+            record,
+            action,
+            verifier=verifier,
+            now=moment,
+            freshness=freshness,
+            skew=clock_skew,
+        )
         if problem is not None:
             refusals.append(f"{label} refused: {problem}")
             continue
         assert type(record) is ApprovalRecord
-        if consumed is None:
+        if not any(quorum.admits(record.approver_id) for quorum in quorums):
             refusals.append(
-                f"{label} refused: no consumed-approval store is configured, so single use "
-                "cannot be guaranteed; give the PEP consumed_approvals"
+                f"{label} does not count: {record.approver_id} is not among the approvers "
+                f"the policy names ({_groups(quorums)})"
             )
             continue
+        valid.append((label, record))
+    if not _reachable(quorums, {record.approver_id for _, record in valid}):
+        # Nothing is consumed: the valid records stay usable once the rest are obtained.
+        missing = _missing(quorums, [record for _, record in valid])
+        return dataclasses.replace(verdict, reasons=(*verdict.reasons, *refusals, *missing))
+    if consumed is None:
+        refusals.append(
+            "explicit approval refused: no consumed-approval store is configured, so single "
+            "use cannot be guaranteed; give the PEP consumed_approvals"
+        )
+        return dataclasses.replace(verdict, reasons=(*verdict.reasons, *refusals))
+    needed = [quorum.count for quorum in quorums]
+    counted: list[ApprovalRecord] = []
+    for label, record in valid:
+        approver = record.approver_id
+        if any(earlier.approver_id == approver for earlier in counted):
+            refusals.append(f"{label} does not count: {approver} is already counted once")
+            continue
+        useful = [
+            place
+            for place, quorum in enumerate(quorums)
+            if needed[place] > 0 and quorum.admits(approver)
+        ]
+        if not useful:
+            continue  # every quorum it belongs to is met already: not consumed
         try:
             first_use = consumed.consume(record.approval_id, record.action_digest)
         except Exception as error:  # fail closed: an unrecordable use is no use
             refusals.append(
                 f"{label} refused: the consumed-approval store failed ({type(error).__name__})"
             )
-            continue
+            return dataclasses.replace(verdict, reasons=(*verdict.reasons, *refusals))
         if first_use is not True:
             refusals.append(f"{label} refused: already used (approvals are single use)")
             continue
-        remaining = tuple(name for name in verdict.obligations if name != EXPLICIT_APPROVAL)
-        fulfilled = (
-            f"explicit approval fulfilled by approval {record.approval_id} "
-            f"from {record.approver_id}"
-        )
-        return dataclasses.replace(
-            verdict, obligations=remaining, reasons=(*verdict.reasons, *refusals, fulfilled)
-        )
-    return dataclasses.replace(verdict, reasons=(*verdict.reasons, *refusals))
+        counted.append(record)
+        for place in useful:
+            needed[place] -= 1
+        if not any(needed):
+            break
+    if any(needed):
+        missing = _missing(quorums, counted)
+        return dataclasses.replace(verdict, reasons=(*verdict.reasons, *refusals, *missing))
+    remaining = tuple(name for name in verdict.obligations if name != EXPLICIT_APPROVAL)
+    return dataclasses.replace(
+        verdict,
+        obligations=remaining,
+        reasons=(*verdict.reasons, *refusals, _fulfilled(verdict, counted)),
+    )
+
+
+def _reachable(quorums: tuple[ApprovalQuorum, ...], approvers: set[str]) -> bool:
+    return all(
+        sum(1 for approver in approvers if quorum.admits(approver)) >= quorum.count
+        for quorum in quorums
+    )
+
+
+def _missing(quorums: tuple[ApprovalQuorum, ...], counted: list[ApprovalRecord]) -> list[str]:
+    """One reason per unmet quorum: what it needs, and whom it has."""
+    reasons = []
+    for quorum in quorums:
+        have = sorted({r.approver_id for r in counted if quorum.admits(r.approver_id)})
+        if len(have) < quorum.count:
+            reasons.append(
+                f"explicit approval unmet: {quorum.describe()} needed; have "
+                f"{', '.join(have) if have else 'none'}"
+            )
+    return reasons
+
+
+def _fulfilled(verdict: Verdict, counted: list[ApprovalRecord]) -> str:
+    if len(counted) == 1 and not verdict.quorums:
+        only = counted[0]
+        return f"explicit approval fulfilled by approval {only.approval_id} from {only.approver_id}"
+    given = ", ".join(f"{record.approval_id} from {record.approver_id}" for record in counted)
+    return f"explicit approval fulfilled by approvals {given} ({describe_quorums(verdict.quorums)})"
+
+
+def _groups(quorums: tuple[ApprovalQuorum, ...]) -> str:
+    return "; ".join(
+        f"{quorum.group}: {', '.join(sorted(quorum.approvers))}"
+        for quorum in quorums
+        if quorum.group is not None and quorum.approvers is not None
+    )
 
 
 def _label(index: int, record: Any) -> str:
@@ -157,6 +245,11 @@ def _refusal(
         return f"stale: issued more than {_minutes(freshness)} ago; obtain a fresh approval"
     if record.expires_at is not None and now >= record.expires_at:
         return "expired; obtain a fresh approval"
+    if record.approver_id == action.context.actor_id:
+        return (
+            f"{record.approver_id} is the actor that asks: a requester never approves its "
+            "own call; another approver must"
+        )
     if verifier is None:
         return "no approval verifier is configured on the PEP, so no approval can be trusted"
     try:

@@ -34,11 +34,13 @@ from typing import TYPE_CHECKING, Any
 from jevqueue.approvals._consumed import STATE_DIR_VARIABLE
 from jevqueue.approvals._inbox_request import (
     DEFAULT_EXPIRY,
+    MAX_QUORUMS,
     REQUEST_ID_PATTERN,
     InboxDecision,
     InboxRequest,
     InboxState,
     Requester,
+    stored_quorums,
 )
 from jevqueue.approvals._inbox_rules import refusal
 from jevqueue.approvals._record import IDENTIFIER_PATTERN, ApprovalRecord
@@ -47,11 +49,17 @@ from jevqueue.errors import ConfigurationError, UnknownRequestError
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.policy._approval_request import ApprovalRequest
 
-__all__ = ["ApprovalInbox", "default_inbox_path", "open_inbox"]
+__all__ = [
+    "INBOX_VARIABLE",
+    "ApprovalInbox",
+    "configured_inbox",
+    "default_inbox_path",
+    "is_fleet_inbox",
+    "open_inbox",
+]
 
 _PREFIX = re.compile(r"[0-9a-f]{4,32}")
 _REASON_LIMIT = 2000
-MAX_REQUIRED = 100
 
 
 class ApprovalInbox(ABC):
@@ -73,9 +81,11 @@ class ApprovalInbox(ABC):
         *,
         requester: Requester | None = None,
         expires_in: timedelta = DEFAULT_EXPIRY,
-        required: int = 1,
     ) -> InboxRequest:
         """File ``request``; return it as stored (``pending``, with its new id).
+
+        Who must approve, and how many, is the request's own: the quorums of the policy's
+        verdict (:attr:`ApprovalRequest.quorums`), never the filer's choice.
 
         Args:
             request: What the guard asks approval for.
@@ -83,11 +93,10 @@ class ApprovalInbox(ABC):
                 process).
             expires_in: How long reviewers have; a pending request reads as ``expired``
                 after it.
-            required: How many distinct reviewers must approve (1 to 100).
 
         Raises:
-            ConfigurationError: an impossible ``expires_in`` or ``required``, or a request
-                that is not JSON.
+            ConfigurationError: an impossible ``expires_in``, a request that is not JSON,
+                or one that names more than 16 quorums.
         """
         from jevqueue.policy._approval_request import ApprovalRequest
 
@@ -96,11 +105,6 @@ class ApprovalInbox(ABC):
                 f"file() takes the ApprovalRequest the guard built, not {type(request).__name__}"
             )
         check_expiry(expires_in)
-        if type(required) is not int or not 1 <= required <= MAX_REQUIRED:
-            raise ConfigurationError(
-                f"required={required!r}: give the number of distinct reviewers who must "
-                f"approve, from 1 to {MAX_REQUIRED}"
-            )
         who = requester if requester is not None else Requester.of(request)
         if not isinstance(who, Requester):
             raise ConfigurationError("requester= must be a jevqueue.approvals.Requester")
@@ -119,7 +123,13 @@ class ApprovalInbox(ABC):
             raise ConfigurationError(
                 f"the approval request for {request.tool!r} cannot be stored as JSON ({error})"
             ) from None
-        return self._insert(secrets.token_hex(16), document, who, required, expires_in)
+        if stored_quorums(document.get("quorums")) is None:
+            raise ConfigurationError(
+                f"the approval request for {request.tool!r} names {len(request.quorums)} "
+                f"approval quorums; an inbox holds 1 to {MAX_QUORUMS}: merge the rules that "
+                "ask for approvers"
+            )
+        return self._insert(secrets.token_hex(16), document, who, expires_in)
 
     def cancel(self, request_id: str) -> InboxRequest:
         """Withdraw a pending request (the agent stopped waiting); return it as it is now.
@@ -181,13 +191,16 @@ class ApprovalInbox(ABC):
         """Record ``record``'s approver's approval; return the request as it is now.
 
         ``record`` must be signed for exactly the request's digest; its ``approver_id`` is
-        the reviewer. The request becomes ``approved`` once ``required`` distinct reviewers
-        approved it.
+        the reviewer, who must be in a group the request's quorums name (any reviewer
+        when a quorum names none). The request becomes ``approved`` once approvals by
+        distinct reviewers meet every quorum.
 
         Raises:
             UnknownRequestError: no request has that id.
             DecisionRefusedError: a rule refused it (see the module docstring): closed or
-                expired, the requester itself, a second decision, another digest.
+                expired, the requester itself (``SelfApprovalError``), a reviewer in no
+                group the quorums name (``NotAnApproverError``), a second decision,
+                another digest.
             InboxCorruptionError: the request's digest is not the digest of what it stores
                 and shows (recomputed on every read), so nobody approves it.
         """
@@ -232,7 +245,6 @@ class ApprovalInbox(ABC):
         request_id: str,
         document: dict[str, Any],
         requester: Requester,
-        required: int,
         expires_in: timedelta,
     ) -> InboxRequest:
         """Store a new pending request, timestamped by the store's clock; return it."""
@@ -314,25 +326,61 @@ def default_inbox_path() -> Path:
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
+INBOX_VARIABLE = "JEVQUEUE_INBOX"
+"""The environment variable naming the inbox: a SQLite path or a ``postgresql://`` URL."""
+
+
+def configured_inbox() -> tuple[str | Path, str]:
+    """The inbox this environment names, and where that came from (for messages).
+
+    In order: ``$JEVQUEUE_INBOX`` (a SQLite path or a ``postgresql://`` URL); else the
+    fleet's database, ``$JEVQUEUE_DATABASE_URL`` (a libpq connection string, as
+    ``jevqueue db`` reads it); else :func:`default_inbox_path`. Agents
+    (:class:`~jevqueue.approvals.InboxApprover`), ``jevqueue approvals`` and
+    ``jevqueue serve`` all follow it, so that reviewers read where agents file.
+    """
+    from jevqueue.db._connection import DATABASE_URL_VARIABLE
+
+    named = os.environ.get(INBOX_VARIABLE, "").strip()
+    if named:
+        return named, f"${INBOX_VARIABLE}"
+    fleet = os.environ.get(DATABASE_URL_VARIABLE, "").strip()
+    if fleet:
+        return fleet, f"${DATABASE_URL_VARIABLE}"
+    return default_inbox_path(), "the default"
+
+
+def is_fleet_inbox(target: str | os.PathLike[str]) -> bool:
+    """Whether ``target`` names a PostgreSQL inbox (a URL, or a libpq ``key=value`` string)."""
+    return isinstance(target, str) and (
+        target.startswith(_POSTGRES_SCHEMES) or _LIBPQ_KEYWORDS.match(target) is not None
+    )
+
+
+_LIBPQ_KEYWORDS = re.compile(r"\s*(host|hostaddr|dbname|user|port|service)\s*=")
+
+
 def open_inbox(
     target: ApprovalInbox | str | os.PathLike[str] | None = None, *, schema: str = "jevqueue"
 ) -> ApprovalInbox:
-    """The inbox at ``target``: an inbox as it is, a ``postgresql://`` URL, a SQLite path,
-    or ``None`` for :func:`default_inbox_path`.
+    """The inbox at ``target``: an inbox as it is, a ``postgresql://`` URL (or libpq
+    connection string), a SQLite path, or ``None`` for :func:`configured_inbox`.
 
     Raises:
         ConfigurationError: the store cannot be opened.
-        ImportError: a URL was given and the ``postgres`` extra is missing.
+        ImportError: a PostgreSQL store without the ``postgres`` extra.
     """
     if isinstance(target, ApprovalInbox):
         return target
-    if isinstance(target, str) and target.startswith(_POSTGRES_SCHEMES):
+    if target is None:
+        target = configured_inbox()[0]
+    if isinstance(target, str) and is_fleet_inbox(target):
         from jevqueue.approvals._postgres_inbox import PostgresApprovalInbox
 
         return PostgresApprovalInbox(target, schema=schema)
     from jevqueue.approvals._sqlite_inbox import SQLiteApprovalInbox
 
-    if target is not None and not isinstance(target, (str, os.PathLike)):
+    if not isinstance(target, (str, os.PathLike)):
         raise ConfigurationError(
             f"an approval inbox is a path, a postgresql:// URL or an ApprovalInbox, not "
             f"{type(target).__name__}"

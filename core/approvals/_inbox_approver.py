@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from jevqueue.approvals._inbox import ApprovalInbox, check_expiry, open_inbox
+from jevqueue.approvals._inbox_answer import filed_request, inbox_answer, settled
 from jevqueue.approvals._inbox_request import (
     DEFAULT_EXPIRY,
     InboxRequest,
     InboxState,
     Requester,
 )
-from jevqueue.errors import ApprovalDeclinedError, ApprovalExpiredError, ConfigurationError
+from jevqueue.errors import ApprovalDeclinedError, ConfigurationError
+
+_log = logging.getLogger("jevqueue.approvals")
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Coroutine
+    from collections.abc import Callable, Coroutine
 
     from jevqueue.approvals._record import ApprovalRecord
     from jevqueue.policy._approval_request import ApprovalRequest
@@ -30,15 +34,20 @@ __all__ = ["InboxApprover"]
 # after its expiry; past it the approver stops waiting all the same.
 _CLOCK_GRACE = timedelta(seconds=30)
 
+# A paused call's request in these states is never filed again for the same call id.
+_REFILED_NEVER = (InboxState.PENDING, InboxState.APPROVED, InboxState.DENIED, InboxState.EXPIRED)
+
 
 class InboxApprover:
     """Files each request in the approval inbox and waits until a reviewer decides.
 
     An :class:`~jevqueue.policy.Approver`: pass it as ``approver=`` to any plugin.
 
-    * **approved** — returns the signed records of the reviewers who approved. They are
-      not trusted because they came from the inbox: the PEP verifies each one
-      (signature and approver allowlist, digest, freshness, single use).
+    * **approved** — the approvals met every quorum the policy named (who must approve,
+      how many, filed with the request): returns the signed records of the reviewers who
+      approved. They are not trusted because they came from the inbox: the PEP verifies
+      each one (signature and approver allowlist, digest, freshness, not the requester,
+      single use) and counts them against the same quorums.
     * **denied** — raises :class:`~jevqueue.errors.ApprovalDeclinedError` with the
       reviewer's reason; the call is refused.
     * **expired** — nobody decided within ``expires_in``: raises
@@ -56,14 +65,24 @@ class InboxApprover:
         inbox: an :class:`~jevqueue.approvals.ApprovalInbox`, a SQLite path, a
             ``postgresql://`` URL, or ``None`` for the default SQLite inbox in the state
             directory (:func:`~jevqueue.approvals.default_inbox_path`).
-        expires_in: how long reviewers have (default 15 minutes); the agent waits that
-            long at most.
-        required: how many distinct reviewers must approve (default 1). Each approval
-            is a record the PEP checks on its own: until policies name approver groups,
-            the PEP accepts the call on one valid record.
+        expires_in: how long reviewers have (default 4 minutes: the PEP's default
+            approval freshness less a minute); the agent waits that long at most. A
+            :class:`~jevqueue.policy.Guard` refuses an ``expires_in`` that leaves less
+            than a minute of its PEP's ``approval_freshness``: early approvals would be
+            stale at the end.
         poll_interval: seconds between looks at the inbox (default 0.5).
         framework: the agent framework, shown to reviewers as where the request came from.
         session_id: the framework's run or conversation id, shown to reviewers.
+        pause: ``True`` to pause the run instead of waiting, in a framework that pauses
+            for approvals (LangGraph, LlamaIndex, Pydantic AI, the OpenAI runner): the
+            guard files the request (:meth:`file`) and the run pauses as it does with no
+            approver; resume it later, in any process, with :meth:`answer`. In a
+            framework that cannot pause, ``pause=True`` changes nothing: the approver
+            waits as usual (for the request the guard filed).
+        notify: called with each request this approver files, once, as stored — a
+            :class:`~jevqueue.approvals.Webhook` posts it to reviewers where they are.
+            It must return at once (a webhook delivers in the background); what it
+            raises is logged and never stops the request.
 
     Raises:
         ConfigurationError: impossible settings, or an inbox that cannot be opened.
@@ -74,10 +93,11 @@ class InboxApprover:
         inbox: ApprovalInbox | str | os.PathLike[str] | None = None,
         *,
         expires_in: timedelta | float = DEFAULT_EXPIRY,
-        required: int = 1,
         poll_interval: float = 0.5,
         framework: str | None = None,
         session_id: str | None = None,
+        pause: bool = False,
+        notify: Callable[[InboxRequest], object] | None = None,
     ) -> None:
         lifetime: Any = expires_in
         if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
@@ -87,10 +107,23 @@ class InboxApprover:
             raise ConfigurationError("poll_interval must be a number of seconds from 0 to 60")
         self.inbox = open_inbox(inbox)
         self.expires_in: timedelta = lifetime
-        self.required = required
         self.poll_interval = float(poll_interval)
         self.framework = framework
         self.session_id = session_id
+        if type(pause) is not bool:
+            raise ConfigurationError(
+                f"pause={pause!r}: give True to pause the run for the inbox's decision, or "
+                "False to wait for it"
+            )
+        if notify is not None and not callable(notify):
+            raise ConfigurationError(
+                f"notify={notify!r} is not callable: give a jevqueue.approvals.Webhook, or "
+                "a function that takes the filed InboxRequest"
+            )
+        self.notify = notify
+        self.pause = pause
+        """Whether the guard should pause the run (where the framework can) instead of
+        asking this approver to wait."""
         self.filed: list[str] = []
         """The ids of the requests this approver filed, oldest first."""
 
@@ -109,14 +142,61 @@ class InboxApprover:
             request,
             requester=Requester.of(request, framework=self.framework, session_id=self.session_id),
             expires_in=self.expires_in,
-            required=self.required,
         )
         self.filed.append(filed.request_id)
+        if self.notify is not None:
+            try:
+                self.notify(filed)
+            except Exception:  # a notification never stops the request it announces
+                _log.warning("notifying reviewers of %s failed", filed.request_id, exc_info=True)
         return filed
+
+    def file(self, request: ApprovalRequest) -> InboxRequest:
+        """File ``request`` without waiting, for a run that pauses; return it as stored.
+
+        The guard calls this when the approver asks to pause (``pause=True``). A call
+        filed before is not filed again, since a framework judges a paused call anew when
+        it resumes, in this process or another: the newest request for the same action
+        digest and call id is returned as it reads now, unless it was withdrawn. A
+        request without a call id reuses only a pending request for the same digest.
+
+        Raises:
+            InboxError: the inbox cannot be read or written.
+            ConfigurationError: the request cannot be stored.
+        """
+        earlier = filed_request(
+            self.inbox,
+            request.action_digest,
+            call_id=request.call_id,
+            states=_REFILED_NEVER if request.call_id else (InboxState.PENDING,),
+        )
+        return earlier if earlier is not None else self._file(request)
+
+    def answer(self, action_digest: str) -> tuple[ApprovalRecord, ...] | ApprovalDeclinedError:
+        """What a paused run resumes with: the decision on the newest request for
+        ``action_digest`` (see :func:`~jevqueue.approvals.inbox_answer`).
+
+        Returns:
+            The reviewers' signed records when approved; an
+            :class:`~jevqueue.errors.ApprovalDeclinedError` with the reviewer's reason
+            when denied or withdrawn; an :class:`~jevqueue.errors.ApprovalExpiredError`
+            when nobody decided in time.
+
+        Raises:
+            UnknownRequestError: no request was filed for ``action_digest``.
+            ApprovalPendingError: the request is still pending.
+            InboxError: the inbox cannot be read.
+        """
+        return inbox_answer(self.inbox, action_digest)
+
+    def _filing(self, request: ApprovalRequest) -> InboxRequest:
+        # With pause=True the guard filed the request before asking (in a framework that
+        # cannot pause): wait for that one rather than filing it twice.
+        return self.file(request) if self.pause else self._file(request)
 
     def wait(self, request: ApprovalRequest) -> tuple[ApprovalRecord, ...]:
         """File ``request`` and block this thread until it is decided or expires."""
-        filed = self._file(request)
+        filed = self._filing(request)
         try:
             while True:
                 current = self.inbox.get(filed.request_id)
@@ -129,11 +209,11 @@ class InboxApprover:
         except BaseException:
             self._withdraw(filed.request_id)
             raise
-        return _outcome(current, request, self.expires_in)
+        return settled(current, request.verdict)
 
     async def wait_async(self, request: ApprovalRequest) -> tuple[ApprovalRecord, ...]:
         """File ``request`` and wait, without blocking the event loop, for its outcome."""
-        filed = await asyncio.to_thread(self._file, request)
+        filed = await asyncio.to_thread(self._filing, request)
         try:
             while True:
                 current = await asyncio.to_thread(self.inbox.get, filed.request_id)
@@ -146,7 +226,7 @@ class InboxApprover:
         except BaseException:
             self._withdraw(filed.request_id)
             raise
-        return _outcome(current, request, self.expires_in)
+        return settled(current, request.verdict)
 
     def _withdraw(self, request_id: str) -> None:
         # Best effort: the wait is ending with its own error, which must not be masked.
@@ -156,32 +236,3 @@ class InboxApprover:
 
 def _overdue(current: InboxRequest) -> bool:
     return datetime.now(timezone.utc) >= current.expires_at + _CLOCK_GRACE
-
-
-def _outcome(
-    current: InboxRequest, request: ApprovalRequest, expires_in: timedelta
-) -> tuple[ApprovalRecord, ...]:
-    """The records of an approved request; the typed refusal of any other outcome."""
-    where = f"approval request {current.request_id}"
-    if current.state is InboxState.APPROVED:
-        return current.records
-    if current.state is InboxState.DENIED:
-        denial = current.denial
-        who, why = (denial.reviewer, denial.reason) if denial else ("a reviewer", "")
-        raise ApprovalDeclinedError(f"{who} denied it ({where}): {why}", request.verdict)
-    if current.state is InboxState.CANCELLED:
-        raise ApprovalDeclinedError(
-            f"{where} was withdrawn before anybody approved it", request.verdict
-        )
-    raise ApprovalExpiredError(
-        f"nobody decided within {_duration(expires_in)} ({where} expired); the call was not "
-        "approved: ask again, or have a reviewer watch `jevqueue approvals watch`",
-        request.verdict,
-    )
-
-
-def _duration(span: timedelta) -> str:
-    seconds = span.total_seconds()
-    if seconds >= 60 and seconds % 60 == 0:
-        return f"{int(seconds // 60)} min"
-    return f"{seconds:g} s"

@@ -27,7 +27,13 @@ from jevqueue.approvals._record import (
     format_timestamp,
     parse_timestamp,
 )
-from jevqueue.errors import InboxCorruptionError, InvalidApprovalError, NonCanonicalArgumentsError
+from jevqueue.errors import (
+    ConfigurationError,
+    InboxCorruptionError,
+    InvalidApprovalError,
+    NonCanonicalArgumentsError,
+)
+from jevqueue.policy._approval_quorum import ApprovalQuorum, describe_quorums, quorums_met
 from jevqueue.policy._canonical import canonical_json
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,14 +42,22 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "DEFAULT_EXPIRY",
     "REQUEST_ID_PATTERN",
+    "WAIT_MARGIN",
     "InboxDecision",
     "InboxRequest",
     "InboxState",
     "Requester",
 ]
 
-DEFAULT_EXPIRY = timedelta(minutes=15)
-"""How long a filed request waits for its reviewers before it reads as expired."""
+WAIT_MARGIN = timedelta(minutes=1)
+"""What an inbox wait leaves of an approval's freshness: for a reviewer's clock that runs
+behind (the PEP allows ``CLOCK_SKEW``), the agent's next look at the inbox, and the
+approved call's way to the PEP."""
+
+DEFAULT_EXPIRY = timedelta(minutes=4)
+"""How long a filed request waits for its reviewers before it reads as expired: the PEP's
+default approval freshness (``DEFAULT_FRESHNESS``, 5 min) less :data:`WAIT_MARGIN`, so an
+approval given at the start of the wait is still fresh when the request settles."""
 
 REQUEST_ID_PATTERN = re.compile(r"[0-9a-f]{32}")
 """A request id: 128 random bits as lowercase hex, unguessable."""
@@ -210,9 +224,11 @@ class InboxRequest:
         tool: The tool called.
         action_digest: What an approval must name: exactly the request's digest.
         request: The :meth:`ApprovalRequest.to_dict` form: tool, judged arguments, digest,
-            reasons, context, call id, provenance (read-only).
+            reasons, context, call id, quorums, provenance (read-only).
         requester: Who asked.
-        required: How many distinct reviewers must approve.
+        quorums: Who must approve and how many, as the policy said when the request was
+            filed (the request's ``quorums``): approvals by distinct reviewers must meet
+            every one.
         created_at: When it was filed.
         expires_at: When it expires if nobody decided.
         state: Its state when read (``expired`` once pending past ``expires_at``).
@@ -225,13 +241,31 @@ class InboxRequest:
     action_digest: str
     request: Mapping[str, Any]
     requester: Requester
-    required: int
+    quorums: tuple[ApprovalQuorum, ...]
     created_at: datetime
     expires_at: datetime
     state: InboxState
     decisions: tuple[InboxDecision, ...] = ()
     decided_at: datetime | None = None
     read_at: datetime | None = field(default=None, compare=False)
+
+    @property
+    def required(self) -> int:
+        """The fewest distinct approvals that can settle it (the largest quorum's count);
+        :attr:`quorums` says from whom."""
+        return max(quorum.count for quorum in self.quorums)
+
+    def needs(self) -> str:
+        """Who must approve, as a reviewer reads it: ``2 approvals from ops (alice, bob,
+        carol)``."""
+        return describe_quorums(self.quorums)
+
+    def may_approve(self, reviewer: str) -> bool:
+        """Whether an approval by ``reviewer`` can count: in a group a quorum names (or a
+        quorum admits anyone) and not the requester's actor."""
+        return reviewer != self.requester.actor_id and any(
+            quorum.admits(reviewer) for quorum in self.quorums
+        )
 
     @property
     def approvals(self) -> tuple[InboxDecision, ...]:
@@ -256,6 +290,7 @@ class InboxRequest:
             "action_digest": self.action_digest,
             "state": self.state.value,
             "required": self.required,
+            "quorums": [quorum.to_dict() for quorum in self.quorums],
             "created_at": format_timestamp(self.created_at),
             "expires_at": format_timestamp(self.expires_at),
             "decided_at": None if self.decided_at is None else format_timestamp(self.decided_at),
@@ -277,7 +312,7 @@ def stored_request(
     """Check one stored request and its decisions and build the :class:`InboxRequest`.
 
     ``row`` holds the columns both stores share (``request_id``, ``action_digest``,
-    ``tool``, ``request``, ``requester``, ``required``, ``created_at``, ``expires_at``,
+    ``tool``, ``request``, ``requester``, ``created_at``, ``expires_at``,
     ``state``, ``decided_at``); JSON columns may be text or already decoded; timestamps
     text or datetimes.
 
@@ -309,9 +344,9 @@ def stored_request(
             raise damaged("its request holds no arguments")
         _check_covered(document, digest, damaged)
         requester = Requester.from_dict(_json_object(row.get("requester"), "the requester"))
-        required = row.get("required")
-        if type(required) is not int or not 1 <= required <= 100:
-            raise damaged("its number of required approvals is not 1 to 100")
+        quorums = stored_quorums(document.get("quorums"))
+        if quorums is None:
+            raise damaged("it does not say who must approve (its quorums)")
         created_at = parse_timestamp(row.get("created_at"), "created_at")  # type: ignore[arg-type]
         expires_at = parse_timestamp(row.get("expires_at"), "expires_at")  # type: ignore[arg-type]
         if expires_at <= created_at:
@@ -324,7 +359,7 @@ def stored_request(
         read = tuple(_decision(each, digest, damaged) for each in decisions)
         if len({decision.reviewer for decision in read}) != len(read):
             raise damaged("a reviewer decided it twice")
-        _check_state(stored, read, required, damaged)
+        _check_state(stored, read, quorums, damaged)
     except InboxCorruptionError:
         raise
     except (ValueError, TypeError, InvalidApprovalError) as error:
@@ -335,7 +370,7 @@ def stored_request(
         action_digest=digest,
         request=MappingProxyType(document),
         requester=requester,
-        required=required,
+        quorums=quorums,
         created_at=created_at,
         expires_at=expires_at,
         state=state_at(stored, expires_at, now),
@@ -400,14 +435,37 @@ def _decision(row: Mapping[str, Any], digest: str, damaged: Any) -> InboxDecisio
 
 
 def _check_state(
-    stored: str, decisions: tuple[InboxDecision, ...], required: int, damaged: Any
+    stored: str,
+    decisions: tuple[InboxDecision, ...],
+    quorums: tuple[ApprovalQuorum, ...],
+    damaged: Any,
 ) -> None:
     """The stored state must be the one the decisions lead to."""
     denied = any(not decision.approve for decision in decisions)
-    approvals = sum(decision.approve for decision in decisions)
+    approvers = [decision.reviewer for decision in decisions if decision.approve]
+    met = quorums_met(quorums, approvers)
     if stored == "denied" and not denied:
         raise damaged("it is marked denied but nobody denied it")
-    if stored == "approved" and (denied or approvals < required):
-        raise damaged(f"it is marked approved with {approvals} of {required} approvals")
-    if stored == "pending" and (denied or approvals >= required):
+    if stored == "approved" and (denied or not met):
+        raise damaged(
+            f"it is marked approved although its {len(approvers)} approval(s) do not meet "
+            f"{describe_quorums(quorums)}"
+        )
+    if stored == "pending" and (denied or met):
         raise damaged("it is marked pending although its decisions settled it")
+
+
+MAX_QUORUMS = 16
+"""The most quorums one request may name."""
+
+
+def stored_quorums(value: Any) -> tuple[ApprovalQuorum, ...] | None:
+    """The quorums a stored request names, or ``None`` when they are not a non-empty list
+    of at most :data:`MAX_QUORUMS` valid :meth:`ApprovalQuorum.to_dict` objects."""
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_QUORUMS:
+        return None
+    try:
+        quorums = tuple(ApprovalQuorum.from_dict(each) for each in value)
+    except ConfigurationError:
+        return None
+    return quorums

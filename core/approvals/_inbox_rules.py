@@ -12,14 +12,17 @@ In order:
 ``closed``    it is no longer pending — approved, denied, cancelled, or expired (``now``
               at or past ``expires_at``): nothing is decided after that;
 ``self``      the reviewer is the requester's actor approving its own request;
+``outsider``  the reviewer approves but is in no approver group the request's quorums
+              name (a denial is anyone's to give);
 ``twice``     the reviewer already decided it (one decision per reviewer);
 ``digest``    the approval record names another digest than the request's.
 
 (The PostgreSQL function also answers ``approver`` — a record signed in another name —
 and ``malformed``; the Python side refuses both before it asks.)
 
-Then: a denial makes it ``denied``; approvals from ``required`` distinct reviewers make
-it ``approved``; otherwise it stays ``pending``.
+Then: a denial makes it ``denied``; approvals that meet every quorum stored with the
+request (:class:`~jevqueue.policy.ApprovalQuorum`: M distinct reviewers of a group, or of
+anyone when it names none) make it ``approved``; otherwise it stays ``pending``.
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ from jevqueue.errors import (
     DecisionRefusedError,
     DigestMismatchError,
     DuplicateDecisionError,
+    NotAnApproverError,
     RequestClosedError,
     SelfApprovalError,
     UnknownRequestError,
 )
+from jevqueue.policy._approval_quorum import ApprovalQuorum, describe_quorums, quorums_met
 
 __all__ = ["next_state", "refusal", "refusal_code"]
 
@@ -46,6 +51,8 @@ def refusal_code(request: InboxRequest, decision: InboxDecision, now: datetime) 
         return "closed"
     if decision.approve and decision.reviewer == request.requester.actor_id:
         return "self"
+    if decision.approve and not any(quorum.admits(decision.reviewer) for quorum in request.quorums):
+        return "outsider"
     if any(earlier.reviewer == decision.reviewer for earlier in request.decisions):
         return "twice"
     if decision.approve and (
@@ -55,11 +62,12 @@ def refusal_code(request: InboxRequest, decision: InboxDecision, now: datetime) 
     return None
 
 
-def next_state(required: int, decisions: Sequence[InboxDecision]) -> InboxState:
-    """The state ``decisions`` lead to: a denial ends it, ``required`` approvals settle it."""
+def next_state(quorums: Sequence[ApprovalQuorum], decisions: Sequence[InboxDecision]) -> InboxState:
+    """The state ``decisions`` lead to: a denial ends it; approvals by distinct reviewers
+    that meet every quorum settle it."""
     if any(not decision.approve for decision in decisions):
         return InboxState.DENIED
-    if len({decision.reviewer for decision in decisions}) >= required:
+    if quorums_met(quorums, (decision.reviewer for decision in decisions)):
         return InboxState.APPROVED
     return InboxState.PENDING
 
@@ -71,6 +79,7 @@ def refusal(
     reviewer: str = "",
     state: str = "",
     digest: str = "",
+    quorums: Sequence[ApprovalQuorum] = (),
 ) -> UnknownRequestError | DecisionRefusedError:
     """The typed error for a refusal ``code``; the message says what to do."""
     if code == "unknown":
@@ -94,6 +103,13 @@ def refusal(
         return SelfApprovalError(
             f"{reviewer} filed approval request {request_id} and cannot approve it: a "
             "requester never approves itself; another reviewer must decide",
+            request_id=request_id,
+        )
+    if code == "outsider":
+        return NotAnApproverError(
+            f"{reviewer} may not approve request {request_id}: it needs "
+            f"{describe_quorums(quorums)}, and {reviewer} is in none of those groups; one of "
+            "the approvers named must approve (a reviewer outside them may still deny)",
             request_id=request_id,
         )
     if code == "twice":

@@ -72,11 +72,11 @@ class PostgresApprovalInbox(ApprovalInbox):
         self._statement_timeout = statement_timeout
         self._connect_timeout = connect_timeout
         self._pool_size = pool_size
-        self._file = f"SELECT {s}.file_approval_request(%s, %s, %s, %s, %s, %s, %s)"
+        self._file = f"SELECT {s}.file_approval_request(%s, %s, %s, %s, %s, %s)"
         self._cancel_sql = f"SELECT {s}.cancel_approval_request(%s)"
         self._decide_sql = f"SELECT {s}.decide_approval_request(%s, %s, %s, %s, %s)"
         self._select_sql = (
-            "SELECT r.request_id, r.action_digest, r.tool, r.request, r.requester, r.required, "
+            "SELECT r.request_id, r.action_digest, r.tool, r.request, r.requester, "
             "r.created_at, r.expires_at, r.state, r.decided_at, coalesce(("
             "  SELECT pg_catalog.json_agg(pg_catalog.json_build_object("
             "    'reviewer', d.reviewer, 'approve', d.approve, 'reason', d.reason, "
@@ -104,7 +104,6 @@ class PostgresApprovalInbox(ApprovalInbox):
         request_id: str,
         document: dict[str, Any],
         requester: Requester,
-        required: int,
         expires_in: timedelta,
     ) -> InboxRequest:
         jsonb = self._psycopg.types.json.Jsonb
@@ -117,7 +116,6 @@ class PostgresApprovalInbox(ApprovalInbox):
                 document["tool"],
                 jsonb(document),
                 jsonb(requester.to_dict()),
-                required,
                 expires_in,
             ),
         )
@@ -140,18 +138,17 @@ class PostgresApprovalInbox(ApprovalInbox):
                         "tool",
                         "request",
                         "requester",
-                        "required",
                         "created_at",
                         "expires_at",
                         "state",
                         "decided_at",
                     ),
-                    row[:10],
+                    row[:9],
                     strict=True,
                 )
             )
-            decisions = row[10] if isinstance(row[10], list) else []
-            found.append(stored_request(self.where, columns, decisions, row[11]))
+            decisions = row[9] if isinstance(row[9], list) else []
+            found.append(stored_request(self.where, columns, decisions, row[10]))
         return found
 
     def _decide(self, request_id: str, decision: InboxDecision) -> InboxRequest:
@@ -172,7 +169,7 @@ class PostgresApprovalInbox(ApprovalInbox):
             return self.get(request_id)
         if code == "unknown":
             raise refusal("unknown", request_id)
-        if code not in ("closed", "self", "twice", "digest", "approver", "malformed"):
+        if code not in ("closed", "self", "outsider", "twice", "digest", "approver", "malformed"):
             raise InboxError(
                 f"the approval inbox {self.where} answered {code!r} to a decision (is the "
                 "schema's decide_approval_request function damaged? run `jevqueue db "
@@ -185,6 +182,7 @@ class PostgresApprovalInbox(ApprovalInbox):
             reviewer=decision.reviewer,
             state=current.state.value,
             digest=current.action_digest,
+            quorums=current.quorums,
         )
 
     def _cancel(self, request_id: str) -> InboxRequest:

@@ -35,7 +35,6 @@ _SCHEMA = (
         request       TEXT NOT NULL,
         requester     TEXT NOT NULL,
         actor_id      TEXT NOT NULL,
-        required      INTEGER NOT NULL,
         created_at    TEXT NOT NULL,
         expires_at    TEXT NOT NULL,
         state         TEXT NOT NULL,
@@ -56,8 +55,7 @@ _SCHEMA = (
     """,
 )
 _COLUMNS = (
-    "request_id, action_digest, tool, request, requester, required, created_at, expires_at, "
-    "state, decided_at"
+    "request_id, action_digest, tool, request, requester, created_at, expires_at, state, decided_at"
 )
 
 
@@ -142,21 +140,19 @@ class SQLiteApprovalInbox(ApprovalInbox):
         request_id: str,
         document: dict[str, Any],
         requester: Requester,
-        required: int,
         expires_in: timedelta,
     ) -> InboxRequest:
         created = datetime.now(timezone.utc)
         with self._session("file the request", write=True) as connection:
             connection.execute(
                 f"INSERT INTO approval_requests ({_COLUMNS}, actor_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', NULL, ?)",
                 (
                     request_id,
                     document["action_digest"],
                     document["tool"],
                     json.dumps(document, sort_keys=True),
                     json.dumps(requester.to_dict(), sort_keys=True),
-                    required,
                     format_timestamp(created),
                     format_timestamp(created + expires_in),
                     requester.actor_id,
@@ -197,6 +193,7 @@ class SQLiteApprovalInbox(ApprovalInbox):
                     reviewer=decision.reviewer,
                     state=current.state.value,
                     digest=current.action_digest,
+                    quorums=current.quorums,
                 )
             decided = InboxDecision(
                 decision.reviewer, decision.approve, decision.reason, now, decision.record
@@ -212,7 +209,7 @@ class SQLiteApprovalInbox(ApprovalInbox):
                     None if decided.record is None else json.dumps(decided.record.to_dict()),
                 ),
             )
-            state = next_state(current.required, (*current.decisions, decided))
+            state = next_state(current.quorums, (*current.decisions, decided))
             if state is not InboxState.PENDING:
                 connection.execute(
                     "UPDATE approval_requests SET state = ?, decided_at = ? WHERE request_id = ?",

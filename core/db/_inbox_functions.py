@@ -1,9 +1,10 @@
 """Schema version 5: the approval inbox, written only through functions with their own rules.
 
 Two tables hold it: ``approval_requests`` (one row per request an agent filed: the
-request as JSON, who asked, how many approvals it needs, when it was filed and expires,
-its stored state) and ``approval_decisions`` (one row per reviewer and request: approve
-or deny, the reason, the time, and for an approval the signed record). ``expired`` is
+request as JSON, with the quorums of the policy's verdict, who must approve and how
+many; who asked; when it was filed and expires; its stored state) and
+``approval_decisions`` (one row per reviewer and request: approve or deny, the reason,
+the time, and for an approval the signed record). ``expired`` is
 never stored: a ``pending`` row at or past ``expires_at`` reads as expired.
 
 As with version 4, nobody but the owner writes the tables; each write is one
@@ -12,20 +13,24 @@ As with version 4, nobody but the owner writes the tables; each write is one
 * ``file_approval_request(...)`` — an agent files a request, timestamped by the
   database's clock (expiry from a few milliseconds to seven days). The requester's
   actor, the one that may not approve, is read from the request's own context; a
-  request whose context, requester, digest or tool disagree is refused (and a CHECK
-  keeps the table's columns equal to the stored request's);
+  request whose context, requester, digest or tool disagree, or whose ``quorums`` are
+  not 1 to 16 valid quorums (a count from 1 to 100; a group of distinct approver ids at
+  least that many, or no group and no approvers), is refused (and a CHECK keeps the
+  table's columns equal to the stored request's);
 * ``cancel_approval_request(id)`` — an agent that stopped waiting withdraws a pending
   request;
 * ``decide_approval_request(id, reviewer, approve, reason, record)`` — a reviewer's
   decision. It locks the request's row (``FOR UPDATE``), so two reviewers deciding at once
   are judged one after the other, and enforces the inbox's rules itself, whoever calls
   it: nothing is decided once the request is closed or expired; the requester's actor
-  never approves its own request; a reviewer decides once; an approval's record names
-  exactly the request's digest and is signed in the reviewer's name; a denial gives a
-  reason. It answers ``recorded`` or the code of the broken rule (``unknown``,
-  ``closed``, ``self``, ``twice``, ``digest``, ``approver``, ``malformed``), recording
-  nothing then. A denial makes the request ``denied``; approvals from ``required``
-  distinct reviewers make it ``approved``.
+  never approves its own request; an approver is in a group the request's quorums name
+  (any reviewer for a quorum that names none); a reviewer decides once; an approval's
+  record names exactly the request's digest and is signed in the reviewer's name; a
+  denial gives a reason. It answers ``recorded`` or the code of the broken rule
+  (``unknown``, ``closed``, ``self``, ``outsider``, ``twice``, ``digest``, ``approver``,
+  ``malformed``), recording nothing then. A denial makes the request ``denied``;
+  approvals by distinct reviewers that meet every quorum make it ``approved``. The
+  quorums are read from the stored request, never from the caller.
 
 The database cannot check an Ed25519 signature; the PEP that uses an approval does. So a
 role that may decide can at worst record a forged approval that no PEP accepts, or deny.
@@ -47,7 +52,6 @@ CREATE TABLE {s}.approval_requests (
     request       jsonb NOT NULL,
     requester     jsonb NOT NULL,
     actor_id      text NOT NULL,
-    required      integer NOT NULL CHECK (required BETWEEN 1 AND 100),
     created_at    timestamptz NOT NULL,
     expires_at    timestamptz NOT NULL,
     state         text NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'cancelled')),
@@ -58,6 +62,7 @@ CREATE TABLE {s}.approval_requests (
         AND request ->> 'tool' IS NOT DISTINCT FROM tool
         AND request -> 'context' ->> 'actor_id' IS NOT DISTINCT FROM actor_id
         AND requester ->> 'actor_id' IS NOT DISTINCT FROM actor_id
+        AND jsonb_typeof(request -> 'quorums') IS NOT DISTINCT FROM 'array'
     )
 );
 CREATE INDEX approval_requests_created_at ON {s}.approval_requests (created_at);
@@ -72,12 +77,16 @@ CREATE TABLE {s}.approval_decisions (
 );
 
 CREATE FUNCTION {s}.file_approval_request(
-    new_id text, digest text, tool_name text, document jsonb, asker jsonb,
-    needed integer, lifetime interval
+    new_id text, digest text, tool_name text, document jsonb, asker jsonb, lifetime interval
 ) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     actor text := document -> 'context' ->> 'actor_id';
+    quorums jsonb := document -> 'quorums';
+    quorum jsonb;
+    member jsonb;
+    members text[];
+    bad boolean := false;
 BEGIN
     IF actor IS NULL OR (asker ->> 'actor_id') IS DISTINCT FROM actor
             OR (document ->> 'action_digest') IS DISTINCT FROM digest
@@ -89,12 +98,54 @@ BEGIN
                 || 'and the tool must be its own',
             HINT = 'file the ApprovalRequest the guard built through ApprovalInbox.file';
     END IF;
+    -- who must approve is the request's own (the policy's verdict): checked here once,
+    -- so that every decision can read it from the stored request
+    IF jsonb_typeof(quorums) IS DISTINCT FROM 'array'
+            OR jsonb_array_length(quorums) NOT BETWEEN 1 AND 16 THEN
+        bad := true;
+    ELSE
+        FOR quorum IN SELECT value FROM jsonb_array_elements(quorums) LOOP
+            IF jsonb_typeof(quorum) IS DISTINCT FROM 'object'
+                    OR (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(quorum) AS k)
+                        IS DISTINCT FROM ARRAY['approvers', 'count', 'group']
+                    OR jsonb_typeof(quorum -> 'count') IS DISTINCT FROM 'number'
+                    OR (quorum ->> 'count') !~ '^(100|[1-9][0-9]?)$' THEN
+                bad := true;
+            ELSIF jsonb_typeof(quorum -> 'approvers') = 'null' THEN
+                bad := bad OR jsonb_typeof(quorum -> 'group') IS DISTINCT FROM 'null';
+            ELSIF jsonb_typeof(quorum -> 'approvers') = 'array'
+                    AND jsonb_typeof(quorum -> 'group') = 'string'
+                    AND (quorum ->> 'group') ~ '^[A-Za-z0-9][A-Za-z0-9._:@+-]{{0,127}}$' THEN
+                members := ARRAY[]::text[];
+                FOR member IN SELECT value FROM jsonb_array_elements(quorum -> 'approvers') LOOP
+                    IF jsonb_typeof(member) IS DISTINCT FROM 'string'
+                            OR (member #>> '{{}}') !~ '^[A-Za-z0-9][A-Za-z0-9._:@+-]{{0,127}}$'
+                            OR (member #>> '{{}}') = ANY (members) THEN
+                        bad := true;
+                    ELSE
+                        members := members || (member #>> '{{}}');
+                    END IF;
+                END LOOP;
+                bad := bad OR cardinality(members) < (quorum ->> 'count')::integer;
+            ELSE
+                bad := true;
+            END IF;
+        END LOOP;
+    END IF;
+    IF bad THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'check_violation',
+            MESSAGE = 'the approval request does not say who may approve it: its quorums '
+                || 'must be 1 to 16 objects of count (1 to 100), group and approvers (a '
+                || 'group of at least count distinct approver ids, or neither)',
+            HINT = 'file the ApprovalRequest the guard built through ApprovalInbox.file';
+    END IF;
     INSERT INTO {s}.approval_requests (
-        request_id, action_digest, tool, request, requester, actor_id, required,
+        request_id, action_digest, tool, request, requester, actor_id,
         created_at, expires_at, state
     ) VALUES (
-        new_id, digest, tool_name, document, asker, actor, needed,
-        pg_catalog.now(), pg_catalog.now() + lifetime, 'pending'
+        new_id, digest, tool_name, document, asker, actor,
+        now(), now() + lifetime, 'pending'
     );
 END
 $$;
@@ -116,7 +167,6 @@ CREATE FUNCTION {s}.decide_approval_request(
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     found_request {s}.approval_requests%ROWTYPE;
-    approvals integer;
 BEGIN
     SELECT * INTO found_request FROM {s}.approval_requests AS r
         WHERE r.request_id = wanted FOR UPDATE;
@@ -128,6 +178,13 @@ BEGIN
     END IF;
     IF approving AND who = found_request.actor_id THEN
         RETURN 'self';
+    END IF;
+    IF approving AND NOT EXISTS (
+        SELECT 1 FROM pg_catalog.jsonb_array_elements(found_request.request -> 'quorums') AS q
+        WHERE pg_catalog.jsonb_typeof(q.value -> 'approvers') = 'null'
+            OR (q.value -> 'approvers') ? who
+    ) THEN
+        RETURN 'outsider';
     END IF;
     IF EXISTS (
         SELECT 1 FROM {s}.approval_decisions AS d
@@ -151,13 +208,19 @@ BEGIN
     IF NOT approving THEN
         UPDATE {s}.approval_requests SET state = 'denied', decided_at = pg_catalog.now()
             WHERE request_id = wanted;
-    ELSE
-        SELECT pg_catalog.count(*) INTO approvals FROM {s}.approval_decisions AS d
-            WHERE d.request_id = wanted AND d.approve;
-        IF approvals >= found_request.required THEN
-            UPDATE {s}.approval_requests SET state = 'approved', decided_at = pg_catalog.now()
-                WHERE request_id = wanted;
-        END IF;
+    ELSIF NOT EXISTS (
+        -- a quorum not yet met: fewer of its approvers (distinct: one row per reviewer)
+        -- approved than it needs
+        SELECT 1 FROM pg_catalog.jsonb_array_elements(found_request.request -> 'quorums') AS q
+        WHERE (
+            SELECT pg_catalog.count(*) FROM {s}.approval_decisions AS d
+            WHERE d.request_id = wanted AND d.approve
+                AND (pg_catalog.jsonb_typeof(q.value -> 'approvers') = 'null'
+                    OR (q.value -> 'approvers') ? d.reviewer)
+        ) < (q.value ->> 'count')::integer
+    ) THEN
+        UPDATE {s}.approval_requests SET state = 'approved', decided_at = pg_catalog.now()
+            WHERE request_id = wanted;
     END IF;
     RETURN 'recorded';
 END

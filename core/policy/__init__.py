@@ -5,7 +5,8 @@ A call becomes an :class:`Action` (tool, canonical JSON arguments, resolved targ
 :class:`ToolSpec` declarations; the decision point (:class:`RuleBasedPolicyDecisionPoint`,
 built by :func:`create_default_policy_decision_point` from :func:`default_rules` and any
 policy files) returns a :class:`Verdict`; the :class:`PolicyEnforcementPoint` enforces it,
-checks approvals and writes the audit record before the call may run.
+checks approvals (every :class:`ApprovalQuorum` the verdict names: M of N from a group)
+and writes the audit record before the call may run.
 
 The :class:`Guard` is where the policy layer meets a running agent: every plugin's tool-call
 half adapts it. It judges a call (:class:`Judgement`: allowed with the arguments to run,
@@ -34,6 +35,9 @@ if TYPE_CHECKING:  # pragma: no cover
         Action,
         UnresolvablePathError,
         resolve_path,
+    )
+    from jevqueue.policy._approval_quorum import (
+        ApprovalQuorum,
     )
     from jevqueue.policy._approval_request import (
         ApprovalAnswer,
@@ -157,6 +161,7 @@ _EXPORTS: dict[str, str] = {
     "encode_json_string": "jevqueue.policy._canonical",
     "encode_prevalidated": "jevqueue.policy._canonical",
     "encode_prevalidated_text": "jevqueue.policy._canonical",
+    "ApprovalQuorum": "jevqueue.policy._approval_quorum",
     "ApprovalAnswer": "jevqueue.policy._approval_request",
     "ApprovalRequest": "jevqueue.policy._approval_request",
     "Approver": "jevqueue.policy._approval_request",
@@ -252,6 +257,7 @@ __all__ = [
     "UNTRUSTED",
     "Action",
     "ApprovalAnswer",
+    "ApprovalQuorum",
     "ApprovalRequest",
     "Approver",
     "ApproverAnswerError",

@@ -38,6 +38,7 @@ from jevqueue.errors import ConfigurationError, InvalidApprovalError
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.approvals import ApprovalRecord
     from jevqueue.policy._action import Action
+    from jevqueue.policy._approval_quorum import ApprovalQuorum
     from jevqueue.policy._context import ExecutionContext
     from jevqueue.policy._provenance import Provenance
     from jevqueue.policy._verdict import Verdict
@@ -75,7 +76,8 @@ class ApprovalRequest:
         reasons: Why the policy asks for an approval.
         context: The execution context the call was judged in.
         call_id: The framework's id of the call, when it has one.
-        verdict: The policy's verdict (``ALLOW_WITH_OBLIGATIONS``).
+        verdict: The policy's verdict (``ALLOW_WITH_OBLIGATIONS``); its
+            :attr:`quorums` say who must approve and how many.
 
     :attr:`provenance` says where each argument came from, when the plugin recorded what
     the agent read: a reviewer reads "to came from item 3 of read_inbox's output (call
@@ -110,6 +112,14 @@ class ApprovalRequest:
         )
 
     @property
+    def quorums(self) -> tuple[ApprovalQuorum, ...]:
+        """Who must approve and how many: every quorum must be met by distinct approvers
+        (the policy named none: one approval from anyone the PEP's verifier trusts)."""
+        from jevqueue.policy._approval_quorum import effective_quorums
+
+        return effective_quorums(self.verdict.quorums if self.verdict is not None else ())
+
+    @property
     def provenance(self) -> Provenance | None:
         """Where each argument came from (``None`` when nothing the agent read is known)."""
         return self.action.provenance
@@ -117,18 +127,29 @@ class ApprovalRequest:
     def describe(self) -> str:
         """The action as a person should read it before approving: canonical and complete."""
         reasons = "; ".join(self.reasons) or "the policy requires an explicit approval"
+        from jevqueue.policy._approval_quorum import describe_quorums
+
+        named = self.verdict.quorums if self.verdict is not None else ()
+        needs = f"needs {describe_quorums(named)}\n" if named else ""
         document = self.action.digest_document()
         origins = self.provenance.describe() if self.provenance is not None else ""
         where = f"where the values came from:\n{origins}\n" if origins else ""
         return (
             f"Approval needed for {self.tool!r}: {reasons}\n"
+            f"{needs}"
             f"{where}"
             f"action digest: {self.action_digest}\n"
             f"{json.dumps(document, indent=2, sort_keys=True, default=str)}"
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The request as JSON-ready data (for a framework's pause, a log, or a web page)."""
+        """The request as JSON-ready data (for a framework's pause, a log, or a web page).
+
+        ``quorums`` lists who must approve and how many, each as
+        :meth:`ApprovalQuorum.to_dict` (``{"count": 2, "group": "ops", "approvers":
+        ["alice", "bob", "carol"]}``; ``group`` and ``approvers`` are ``null`` for anyone
+        the verifier trusts); every one must be met.
+        """
         return {
             "tool": self.tool,
             "arguments": dict(self.arguments),
@@ -136,6 +157,7 @@ class ApprovalRequest:
             "reasons": list(self.reasons),
             "context": self.context.as_dict(),
             "call_id": self.call_id,
+            "quorums": [quorum.to_dict() for quorum in self.quorums],
             "provenance": [
                 {**origin.to_dict(), "found": origin.found, "says": origin.describe()}
                 for origin in self.provenance.origins

@@ -24,7 +24,10 @@ For one call, :meth:`Guard.judge`:
 :meth:`Guard.check` (and :meth:`Guard.acheck`, which awaits an ``async`` approver) goes one
 step further for a pending call: it asks the approver and judges again with the records
 it gives. Frameworks with a native pause use :meth:`Guard.judge` and pause on *pending*,
-then judge again with the records the person gave when the run resumes.
+then judge again with the records the person gave when the run resumes; a plugin picks
+:meth:`Guard.judge` when :attr:`Guard.pauses` is true (no approver, or one that asks to
+pause, as ``InboxApprover(pause=True)`` does: then ``judge`` files the pending request
+through the approver's ``file(request)``, so reviewers see it while the run is paused).
 
 Neither ever raises an ``Exception``: whatever goes wrong inside the check — the registry,
 the PEP, the approver — is a refusal whose message names the failure, so nothing of ours
@@ -53,10 +56,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -95,6 +100,42 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _RAN_LIMIT = 4096  # call ids remembered as run, for frameworks that re-execute a batch
 _TASKS_LIMIT = 64  # tasks whose transcript is kept (the least recently used is dropped)
+
+
+def _check_wait_fits_freshness(approver: Any, pep: Any, owner: str) -> None:
+    """Refuse an inbox approver that waits longer than the PEP accepts its approvals.
+
+    An approval given early in the wait (or the first of several) would be stale by the
+    time the request settles, and the call refused although the reviewers approved it.
+
+    Raises:
+        ConfigurationError: the approver's ``expires_in`` plus a minute
+            (:data:`~jevqueue.approvals._inbox_request.WAIT_MARGIN`) exceeds
+            ``approval_freshness``.
+    """
+    module = sys.modules.get("jevqueue.approvals._inbox_approver")
+    if module is None or not isinstance(approver, module.InboxApprover):
+        return  # never imported: approver cannot be one
+    from jevqueue.approvals._inbox_request import WAIT_MARGIN
+
+    freshness = getattr(pep, "approval_freshness", None)
+    waits = approver.expires_in
+    if isinstance(freshness, timedelta) and waits + WAIT_MARGIN > freshness:
+        needed = (waits + WAIT_MARGIN).total_seconds()
+        longest = max((freshness - WAIT_MARGIN).total_seconds(), 0)
+        raise ConfigurationError(
+            f"{owner}: the InboxApprover waits up to {_seconds(waits)} (expires_in) but the "
+            f"PEP accepts an approval for {_seconds(freshness)} after it is given "
+            "(approval_freshness), and a wait must leave a minute of that for clocks and "
+            "the approved call, so an approval given early in the wait would be stale "
+            "when the request settles: raise approval_freshness on the PEP "
+            f"(PolicyEnforcementPoint(..., approval_freshness={needed:g})) "
+            f"or shorten expires_in to at most {longest:g} seconds"
+        )
+
+
+def _seconds(span: timedelta) -> str:
+    return f"{span.total_seconds():g} s"
 
 
 class JudgementKind(str, Enum):
@@ -205,7 +246,9 @@ class Guard:
 
     Raises:
         ConfigurationError: ``pep`` is not a PEP, ``specs`` is not a collection of
-            ``ToolSpec`` (or declares a tool twice), or ``approver`` is not callable.
+            ``ToolSpec`` (or declares a tool twice), ``approver`` is not callable, or it
+            is an :class:`~jevqueue.approvals.InboxApprover` whose ``expires_in`` exceeds
+            the PEP's ``approval_freshness``.
         InvalidContextError: ``context`` is incomplete or ambient.
     """
 
@@ -230,6 +273,7 @@ class Guard:
         self.registry = registry_from_specs(specs, owner=owner)
         self.context = None if context is None else ExecutionContext.coerce(context)
         self.approver = check_approver(approver)
+        _check_wait_fits_freshness(self.approver, pep, owner)
         self.judgements: deque[Judgement] = deque(maxlen=history)
         self.outcomes: deque[Outcome] = deque(maxlen=history)
         self._lock = threading.Lock()
@@ -264,6 +308,25 @@ class Guard:
                 "run: declare each once with the plugin's tool_spec(tool, side_effects=..., "
                 f"path_fields=...) and pass specs=[...]{how}"
             )
+
+    @property
+    def pauses(self) -> bool:
+        """True when a call that needs an approval should pause the run, where the
+        framework can: there is no approver, or the approver asks to pause (its ``pause``
+        attribute is ``True``, as ``InboxApprover(pause=True)``'s is).
+
+        A plugin of a framework that pauses for approvals judges with :meth:`judge` when
+        this is true and with :meth:`check` / :meth:`acheck` otherwise. For an approver
+        that asks to pause, :meth:`judge` files each pending request through its
+        ``file(request)``; a framework that cannot pause calls :meth:`check`, which asks
+        the approver as usual (an approver that pauses answers the request it filed).
+        """
+        if self.approver is None:
+            return True
+        try:
+            return getattr(self.approver, "pause", False) is True
+        except Exception:  # an approver whose attributes fail is asked, not paused for
+            return False
 
     @property
     def last(self) -> Judgement | None:
@@ -360,6 +423,8 @@ class Guard:
         """
         try:
             outcome = self._judge(tool, arguments, call_id, records, context, transcript)
+            if outcome.pending and self.approver is not None and self.pauses:
+                outcome = self._file_pending(outcome)
         except Exception as error:  # fail closed: a failed check is a refusal
             outcome = self._failed(tool, call_id, error, context)
         return self._keep(outcome)
@@ -688,8 +753,16 @@ class Guard:
                 why = f"the approval expired: {answer}"
                 if pending.verdict is not None:
                     self._audit_expired(action, pending.verdict, why)
-            else:
-                why = f"the approver declined: {answer}"
+                return _refused(
+                    name,
+                    call_id,
+                    why,
+                    action=action,
+                    verdict=pending.verdict,
+                    request=request,
+                    expired=True,
+                )
+            why = f"the approver declined: {answer}"
             return _refused(
                 name, call_id, why, action=action, verdict=pending.verdict, request=request
             )
@@ -750,6 +823,41 @@ class Guard:
             request=request,
         )
 
+    def _file_pending(self, pending: Judgement) -> Judgement:
+        """File a pending call's request through an approver that asks to pause, so that
+        reviewers see it while the run is paused. A filing that fails refuses the call:
+        a run paused with nothing filed would wait for an answer nobody can give."""
+        request = pending.request
+        assert request is not None
+        try:
+            file = getattr(self.approver, "file", None)
+            if not callable(file):
+                raise ConfigurationError(
+                    f"the approver {type(self.approver).__name__} asks to pause (pause=True) "
+                    "but has no file(request) method to file the request with: give it one, "
+                    "or set its pause to False so that it is asked inline"
+                )
+            filed = file(request)
+            if inspect.isawaitable(filed):
+                _close(filed)
+                raise ConfigurationError(
+                    "the approver's file(request) is async: it must file the request "
+                    "synchronously, before the run pauses"
+                )
+        except Exception as error:
+            return _refused(
+                pending.tool,
+                pending.call_id,
+                "its approval request could not be filed, so the run was not paused for "
+                f"it ({type(error).__name__}: {error}); make the approver's inbox reachable "
+                "and run the call again",
+                action=pending.action,
+                verdict=pending.verdict,
+                request=request,
+                error=repr(error),
+            )
+        return pending
+
     def _keep(self, outcome: Judgement) -> Judgement:
         with self._lock:
             self.judgements.append(outcome)
@@ -771,8 +879,16 @@ class _NoApprover:
     """The answer when no approver is configured."""
 
 
-def refusal_message(tool: str, why: str) -> str:
-    """The one sentence every plugin's model reads for a refused call."""
+def refusal_message(tool: str, why: str, *, expired: bool = False) -> str:
+    """The one sentence every plugin's model reads for a refused call.
+
+    An approval that expired is not a denial: nobody decided, and the sentence says so.
+    """
+    if expired:
+        return (
+            f"jevqueue did not run the call to {tool!r}: {why}; nobody denied it, and it "
+            "may be asked for again"
+        )
     return f"jevqueue denied the call to {tool!r}: {why}; the call was not run"
 
 
@@ -785,12 +901,13 @@ def _refused(
     verdict: Verdict | None = None,
     request: ApprovalRequest | None = None,
     error: str | None = None,
+    expired: bool = False,
 ) -> Judgement:
     return Judgement(
         JudgementKind.REFUSED,
         tool,
         call_id,
-        message=refusal_message(tool, why),
+        message=refusal_message(tool, why, expired=expired),
         action=action,
         verdict=verdict,
         request=request,
@@ -839,7 +956,14 @@ def _approval_refusal(action: Action, verdict: Verdict) -> str:
     refusals = [
         reason
         for reason in verdict.reasons
-        if reason.startswith("approval record #") or reason.startswith("the approvals could not")
+        if reason.startswith(
+            (
+                "approval record #",
+                "the approvals could not",
+                "explicit approval unmet: ",
+                "explicit approval refused: ",
+            )
+        )
     ]
     if refusals:
         return "the approval given was refused: " + "; ".join(refusals)

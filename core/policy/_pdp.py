@@ -5,7 +5,9 @@ Combination, in precedence order:
 1. any DENY wins; its reasons are every denying rule's reasons;
 2. else any REPAIR wins (the first repairing rule's proposal; every repairing rule's
    reasons);
-3. else ALLOW_WITH_OBLIGATIONS with the union of all obligations;
+3. else ALLOW_WITH_OBLIGATIONS with the union of all obligations and of every rule's
+   approval quorum (each must be met; a rule that names none adds nothing, since one
+   approval from anyone trusted is given by any other quorum's approvals);
 4. else ALLOW (no rule objected).
 
 A rule may declare ``opinion_side_effects``, a frozenset of side-effect names: it is
@@ -24,12 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from jevqueue.errors import ConfigurationError, PolicyFileError
+from jevqueue.policy._approval_quorum import ApprovalQuorum
 from jevqueue.policy._default_rules import default_rules
 from jevqueue.policy._verdict import Verdict, VerdictKind
 
@@ -177,6 +180,7 @@ class RuleBasedPolicyDecisionPoint:
                     "action_digest": action.digest,
                     "policy_revision": self.revision,
                     "rule_ids": (),
+                    "quorums": (),
                 },
             )
             return allow
@@ -200,6 +204,7 @@ class RuleBasedPolicyDecisionPoint:
                         "action_digest": digest,
                         "policy_revision": revision,
                         "rule_ids": only.rule_ids,
+                        "quorums": only.quorums,
                     },
                 )
                 return bound
@@ -248,9 +253,15 @@ class RuleBasedPolicyDecisionPoint:
         reasons = tuple(reason for verdict in chosen for reason in verdict.reasons)
         rule_ids = tuple(dict.fromkeys(rid for verdict in chosen for rid in verdict.rule_ids))
         obligations: tuple[str, ...] = ()
+        quorums: tuple[ApprovalQuorum, ...] = ()
         if kind is VerdictKind.ALLOW_WITH_OBLIGATIONS:
             obligations = tuple(
                 dict.fromkeys(name for verdict in chosen for name in verdict.obligations)
+            )
+            # Every rule's quorum must be met. A rule that names none asks for one approval
+            # from anyone trusted, which any other quorum's approvals already give.
+            quorums = tuple(
+                dict.fromkeys(quorum for verdict in chosen for quorum in verdict.quorums)
             )
         return Verdict._trusted(
             kind,
@@ -260,11 +271,37 @@ class RuleBasedPolicyDecisionPoint:
             digest,
             revision,
             rule_ids,
+            quorums,
         )
 
     def __repr__(self) -> str:
         ids = [rule.rule_id for rule in self.rules]
         return f"RuleBasedPolicyDecisionPoint(rules={ids!r}, revision={self.revision!r})"
+
+
+def _check_groups(
+    file: str,
+    declared: Mapping[str, frozenset[str]],
+    groups: dict[str, tuple[frozenset[str], str]],
+) -> None:
+    """Add ``file``'s approver groups to ``groups``; one group means one set of approvers.
+
+    Raises:
+        PolicyFileError: ``file`` declares a group an earlier file declared otherwise.
+    """
+    for group, members in declared.items():
+        earlier = groups.get(group)
+        if earlier is None:
+            groups[group] = (members, file)
+        elif earlier[0] != members:
+            raise PolicyFileError(
+                file,
+                None,
+                f"approver group {group!r} is also declared in {earlier[1]} with other "
+                f"approvers ({', '.join(sorted(earlier[0]))}, here "
+                f"{', '.join(sorted(members))}): a group means the same people in every "
+                "file; declare it once, or identically, or rename one",
+            )
 
 
 def create_default_policy_decision_point(
@@ -300,6 +337,7 @@ def create_default_policy_decision_point(
         from jevqueue.policy_files._loader import load_policy_file
 
         names: dict[str, str] = {}
+        groups: dict[str, tuple[frozenset[str], str]] = {}
         relaxed: set[str] = set()
         for source in sources:
             if not isinstance(source, (str, PathLike)):
@@ -319,6 +357,7 @@ def create_default_policy_decision_point(
                     "[policy] name in one of the two files",
                 )
             names[report.name] = report.file
+            _check_groups(report.file, report.approver_groups, groups)
             file_digests.append(report.sha256)
             rules.extend(report.rules)
             relaxed.update(report.relax)

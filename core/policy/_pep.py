@@ -38,6 +38,7 @@ from jevqueue.errors import (
     PolicyDeniedError,
     UnfulfilledObligationError,
 )
+from jevqueue.policy._approval_quorum import no_record_reason
 from jevqueue.policy._provenance import provenance_line
 from jevqueue.policy._verdict import Verdict, VerdictKind
 
@@ -270,16 +271,13 @@ def _unfulfilled(verdict: Verdict) -> Verdict:
     """
     return Verdict._trusted(
         verdict.kind,
-        (
-            *verdict.reasons,
-            "explicit approval required: no approval record supplied; obtain one for "
-            f"{verdict.action_digest} and retry",
-        ),
+        (*verdict.reasons, no_record_reason(verdict.quorums, verdict.action_digest)),
         verdict.obligations,
         None,
         verdict.action_digest,
         verdict.policy_revision,
         verdict.rule_ids,
+        verdict.quorums,
     )
 
 
@@ -294,12 +292,25 @@ def _signal(action: Action, verdict: Verdict) -> JevError | None:
         # The records offered and refused say why first ("already used", "approves another
         # action"), before what to do.
         refused = "".join(
-            f"{reason}; " for reason in verdict.reasons if reason.startswith("approval record #")
+            f"{reason}; "
+            for reason in verdict.reasons
+            if reason.startswith(("approval record #", "explicit approval unmet: "))
         )
+        if verdict.quorums:
+            from jevqueue.policy._approval_quorum import describe_quorums
+
+            wanted = (
+                f"obtain {describe_quorums(verdict.quorums)} for exactly "
+                f"{verdict.action_digest} and retry with every ApprovalRecord"
+            )
+        else:
+            wanted = (
+                f"obtain an approval for exactly {verdict.action_digest} from a trusted "
+                "authority and retry with the ApprovalRecord"
+            )
         return UnfulfilledObligationError(
             f"{action.tool} needs {', '.join(verdict.obligations)} before it may run: "
-            f"{refused}obtain an approval for exactly {verdict.action_digest} from a trusted "
-            "authority and retry with the ApprovalRecord",
+            f"{refused}{wanted}",
             verdict,
         )
     return None
@@ -569,6 +580,7 @@ class PolicyEnforcementPoint:
                 action_digest=verdict.action_digest,
                 policy_revision=verdict.policy_revision,
                 rule_ids=(*verdict.rule_ids, APPROVAL_CHECK_FAILED),
+                quorums=verdict.quorums,
             )
         if checked.kind is VerdictKind.DENY:
             return checked.bound(verdict.action_digest, verdict.policy_revision)
@@ -586,6 +598,7 @@ class PolicyEnforcementPoint:
                 verdict.action_digest,
                 verdict.policy_revision,
                 (*verdict.rule_ids, APPROVAL_CHECK_FAILED),
+                verdict.quorums,
             )
         return Verdict._trusted(
             VerdictKind.ALLOW_WITH_OBLIGATIONS,
@@ -595,6 +608,7 @@ class PolicyEnforcementPoint:
             verdict.action_digest,
             verdict.policy_revision,
             checked.rule_ids,
+            verdict.quorums,
         )
 
     # --- auditing -----------------------------------------------------------------
@@ -644,6 +658,7 @@ class PolicyEnforcementPoint:
             verdict.action_digest,
             verdict.policy_revision,
             (*verdict.rule_ids, APPROVAL_EXPIRED),
+            verdict.quorums,
         )
         try:
             self._write(self._event(action, ended))

@@ -19,6 +19,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+from jevqueue.policy._approval_quorum import ApprovalQuorum
+
 __all__ = ["Verdict", "VerdictKind"]
 
 _new = object.__new__
@@ -52,6 +54,23 @@ def _checked(value: Iterable[str], what: str) -> tuple[str, ...]:
     return items
 
 
+_EXPLICIT_APPROVAL = "explicit_approval"
+
+
+def _quorums(value: Any) -> tuple[ApprovalQuorum, ...]:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"Verdict quorums must be ApprovalQuorum values, not {type(value).__name__}"
+        )
+    items = tuple(value)
+    for item in items:
+        if type(item) is not ApprovalQuorum:
+            raise TypeError(
+                f"Verdict quorums must hold ApprovalQuorum values, not {type(item).__name__}"
+            )
+    return tuple(dict.fromkeys(items))
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The decision about one action.
@@ -66,6 +85,9 @@ class Verdict:
         action_digest: the digest of the action judged (``sha256:<hex>``).
         policy_revision: the revision of the policy that judged it.
         rule_ids: the rules that produced this verdict.
+        quorums: for ALLOW_WITH_OBLIGATIONS with ``explicit_approval``, who must approve
+            and how many (:class:`~jevqueue.policy.ApprovalQuorum`); every one must be met.
+            Empty means one approval from anyone the PEP's approval verifier trusts.
     """
 
     kind: VerdictKind
@@ -75,6 +97,7 @@ class Verdict:
     action_digest: str = ""
     policy_revision: str = ""
     rule_ids: tuple[str, ...] = ()
+    quorums: tuple[ApprovalQuorum, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, VerdictKind):
@@ -107,6 +130,14 @@ class Verdict:
                 object.__setattr__(self, "repaired", MappingProxyType(dict(repaired)))
         elif self.repaired is not None:
             raise ValueError("only a REPAIR verdict carries a repaired proposal")
+        quorums = self.quorums
+        if type(quorums) is not tuple:
+            quorums = _quorums(quorums)
+            object.__setattr__(self, "quorums", quorums)
+        elif any(type(quorum) is not ApprovalQuorum for quorum in quorums):
+            raise TypeError("Verdict quorums must hold ApprovalQuorum values")
+        if quorums and self.kind is not VerdictKind.ALLOW_WITH_OBLIGATIONS:
+            raise ValueError("only an ALLOW_WITH_OBLIGATIONS verdict carries approval quorums")
 
     @classmethod
     def _trusted(
@@ -118,6 +149,7 @@ class Verdict:
         action_digest: str,
         policy_revision: str,
         rule_ids: tuple[str, ...],
+        quorums: tuple[ApprovalQuorum, ...] = (),
     ) -> Verdict:
         """Build a verdict from parts taken from already-validated verdicts (hot path).
 
@@ -135,6 +167,7 @@ class Verdict:
                 "action_digest": action_digest,
                 "policy_revision": policy_revision,
                 "rule_ids": rule_ids,
+                "quorums": quorums,
             },
         )
         return verdict
@@ -151,6 +184,7 @@ class Verdict:
             action_digest,
             policy_revision,
             self.rule_ids,
+            self.quorums,
         )
 
     # --- named constructors -------------------------------------------------------
@@ -185,14 +219,38 @@ class Verdict:
 
     @classmethod
     def allow_with_obligations(
-        cls, obligations: Iterable[str], *reasons: str, rule_ids: Iterable[str] = ()
+        cls,
+        obligations: Iterable[str],
+        *reasons: str,
+        rule_ids: Iterable[str] = (),
+        quorum: ApprovalQuorum | Iterable[ApprovalQuorum] | None = None,
     ) -> Verdict:
-        """The call may run once every obligation (e.g. ``explicit_approval``) is met."""
+        """The call may run once every obligation (e.g. ``explicit_approval``) is met.
+
+        Args:
+            obligations: what must happen first.
+            *reasons: why, in fixed sentences.
+            rule_ids: the rules that produced the verdict.
+            quorum: for ``explicit_approval``, who must approve and how many: an
+                :class:`~jevqueue.policy.ApprovalQuorum` (or several, each to be met).
+                ``None``: one approval from anyone the approval verifier trusts.
+
+        Raises:
+            ValueError: no obligation, or a quorum without ``explicit_approval``.
+        """
         names = _checked(obligations, "obligations")
         if not names:
             raise ValueError("allow_with_obligations() needs at least one obligation")
         if len(names) > 1:
             names = tuple(dict.fromkeys(names))
+        quorums: tuple[ApprovalQuorum, ...] = ()
+        if quorum is not None:
+            quorums = _quorums((quorum,) if type(quorum) is ApprovalQuorum else quorum)
+            if quorums and _EXPLICIT_APPROVAL not in names:
+                raise ValueError(
+                    "an approval quorum goes with the explicit_approval obligation: add "
+                    "'explicit_approval' to the obligations, or drop quorum="
+                )
         return cls._trusted(
             VerdictKind.ALLOW_WITH_OBLIGATIONS,
             _checked(reasons, "reasons"),
@@ -201,6 +259,7 @@ class Verdict:
             "",
             "",
             _checked(rule_ids, "rule_ids"),
+            quorums,
         )
 
     @classmethod
@@ -246,4 +305,5 @@ class Verdict:
             "action_digest": self.action_digest,
             "policy_revision": self.policy_revision,
             "rule_ids": list(self.rule_ids),
+            "quorums": [quorum.to_dict() for quorum in self.quorums],
         }

@@ -14,7 +14,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from jevqueue.approvals._record import IDENTIFIER_PATTERN
 from jevqueue.errors import PolicyFileError
+from jevqueue.policy._approval_quorum import MAX_APPROVALS, ApprovalQuorum
 from jevqueue.policy._registry import (
     BUILTIN_SIDE_EFFECTS,
     declare_side_effect,
@@ -47,6 +49,7 @@ file declares its own others under ``[policy] side_effects``, which also lets to
 declare them."""
 
 _EFFECTS: tuple[Effect, ...] = ("deny", "require", "allow")
+_TOP_LEVEL_KEYS = ("policy", "approvers", "rule")
 _POLICY_KEYS = (
     "name",
     "description",
@@ -70,6 +73,8 @@ _RULE_KEYS = (
     "arguments",
     "arguments_json",
     "untrusted_arguments",
+    "approvers",
+    "approvals",
 )
 _CONDITION_KEYS = (
     "tools",
@@ -124,6 +129,8 @@ class PolicyFileCompiler:
         self.side_effects = set(KNOWN_SIDE_EFFECTS)
         self.declared_side_effects: list[str] = []
         self.relax: list[str] = []
+        self.groups: dict[str, frozenset[str]] = {}
+        self.named_groups: set[str] = set()
 
     # --- reporting ------------------------------------------------------------------
 
@@ -136,12 +143,14 @@ class PolicyFileCompiler:
     def report(self) -> PolicyFileReport:
         """Check the whole document and return what was found (call once)."""
         name, default, default_reason = self._policy_table()
+        self._approvers_table()
         for key in self.document:
-            if key not in ("policy", "rule"):
+            if key not in _TOP_LEVEL_KEYS:
                 self.error(
                     (key,),
-                    f"unknown top-level key {key!r}{_did_you_mean(key, ('policy', 'rule'))}; "
-                    "a policy file has a [policy] table and [[rule]] tables",
+                    f"unknown top-level key {key!r}{_did_you_mean(key, _TOP_LEVEL_KEYS)}; "
+                    "a policy file has a [policy] table, an [approvers] table and [[rule]] "
+                    "tables",
                 )
         raw_rules = self.document.get("rule", [])
         compiled: list[PolicyFileRule] = []
@@ -180,6 +189,12 @@ class PolicyFileCompiler:
             )
         if not raw_rules and default != "deny":
             self.warn((), "the file has no [[rule]] tables and changes nothing")
+        for group in sorted(set(self.groups) - self.named_groups):
+            self.warn(
+                ("approvers", group),
+                f"approver group {group!r} is named by no rule of this file (a rule names it "
+                f'with approvers = "{group}")',
+            )
         self.warnings.sort(key=lambda warning: warning.line or 0)
         if self.errors:
             self.errors.sort(key=lambda error: error.line or 0)
@@ -204,6 +219,7 @@ class PolicyFileCompiler:
             sha256=self.sha256,
             rule_count=counts,
             relax=tuple(self.relax),
+            approver_groups=dict(self.groups),
         )
 
     # --- [policy] ---------------------------------------------------------------------
@@ -329,6 +345,7 @@ class PolicyFileCompiler:
         if "arguments_json" in raw:
             arguments_json = self._regex((*here, "arguments_json"), raw["arguments_json"], label)
         untrusted = self._untrusted_arguments(index, raw, label, effect)
+        quorum = self._quorum(index, raw, label, effect, obligations)
         if tools is not None:
             self._warn_unknown_tools(index, raw["tools"])
 
@@ -351,7 +368,137 @@ class PolicyFileCompiler:
             arguments=arguments,
             arguments_json=arguments_json,
             untrusted_arguments=untrusted,
+            quorum=quorum,
         )
+
+    # --- [approvers] and a rule's quorum -----------------------------------------------
+
+    def _approvers_table(self) -> None:
+        table = self.document.get("approvers")
+        if table is None:
+            return
+        if not isinstance(table, dict):
+            self.error(
+                ("approvers",),
+                "approvers must be a table of groups: write [approvers] and then lines "
+                'such as ops = ["alice", "bob"]',
+            )
+            return
+        for group, members in table.items():
+            here: KeyPath = ("approvers", group)
+            if not IDENTIFIER_PATTERN.fullmatch(group):
+                self.error(
+                    here,
+                    f"[approvers]: group name {group!r} is not an id: 1-128 letters, digits "
+                    "and '._:@+-', starting with a letter or digit",
+                )
+                continue
+            if not isinstance(members, list):
+                self.error(
+                    here,
+                    f"[approvers]: group {group!r} must be a list of approver ids, e.g. "
+                    f'{group} = ["alice", "bob"], not {_type_name(members)}',
+                )
+                continue
+            if not members:
+                self.error(
+                    here,
+                    f"[approvers]: group {group!r} is empty, so nobody could approve for it; "
+                    "list its approver ids",
+                )
+                continue
+            valid = True
+            for position, member in enumerate(members):
+                if not isinstance(member, str) or not IDENTIFIER_PATTERN.fullmatch(member):
+                    shown = repr(member) if isinstance(member, str) else _type_name(member)
+                    self.error(
+                        (*here, position),
+                        f"[approvers]: {shown} in group {group!r} is not an approver id: "
+                        "1-128 letters, digits and '._:@+-', starting with a letter or digit, "
+                        "as the approval verifier knows the approver's key",
+                    )
+                    valid = False
+                elif member in members[:position]:
+                    self.error(
+                        (*here, position),
+                        f"[approvers]: {member!r} is listed twice in group {group!r}; list "
+                        "each approver once",
+                    )
+                    valid = False
+            if valid:
+                self.groups[group] = frozenset(members)
+
+    def _quorum(
+        self,
+        index: int,
+        raw: Mapping[str, Any],
+        label: str,
+        effect: Effect | None,
+        obligations: tuple[str, ...],
+    ) -> ApprovalQuorum | None:
+        if "approvers" not in raw and "approvals" not in raw:
+            return None
+        here: KeyPath = ("rule", index)
+        key = "approvers" if "approvers" in raw else "approvals"
+        if effect != "require" or "explicit_approval" not in obligations:
+            self.error(
+                (*here, key),
+                f'{label}: {key!r} only goes with effect = "require" and obligations = '
+                '["explicit_approval"]: it says who must approve and how many',
+            )
+            return None
+        group: str | None = None
+        members: frozenset[str] | None = None
+        if "approvers" in raw:
+            value = raw["approvers"]
+            if not isinstance(value, str):
+                self.error(
+                    (*here, "approvers"),
+                    f"{label}: 'approvers' names one group of [approvers] as a string, e.g. "
+                    f'approvers = "ops", not {_type_name(value)}',
+                )
+                return None
+            if value not in self.groups:
+                if "approvers" in self.document and value in self._raw_groups():
+                    return None  # the group itself is wrong, and reported there
+                known = sorted(self.groups)
+                listed = f"; the groups are {', '.join(known)}" if known else ""
+                self.error(
+                    (*here, "approvers"),
+                    f"{label}: unknown approver group {value!r}"
+                    f"{_did_you_mean(value, known)}{listed}: declare it in [approvers], e.g. "
+                    f'{value} = ["alice", "bob"]',
+                )
+                return None
+            group, members = value, self.groups[value]
+            self.named_groups.add(value)
+        count = 1
+        if "approvals" in raw:
+            value = raw["approvals"]
+            if isinstance(value, bool) or not isinstance(value, int):
+                self.error(
+                    (*here, "approvals"),
+                    f"{label}: 'approvals' must be a whole number of distinct approvers, e.g. "
+                    f"approvals = 2, not {_type_name(value)}",
+                )
+                return None
+            limit = MAX_APPROVALS if members is None else len(members)
+            if not 1 <= value <= limit:
+                if members is None:
+                    why = f"give 1 to {MAX_APPROVALS} distinct approvers"
+                else:
+                    why = f"group {group!r} has {limit} approvers; give 1 to {limit}"
+                self.error(
+                    (*here, "approvals"),
+                    f"{label}: approvals = {value} can never be met: {why}",
+                )
+                return None
+            count = value
+        return ApprovalQuorum(count, group, members)
+
+    def _raw_groups(self) -> set[str]:
+        table = self.document.get("approvers")
+        return set(table) if isinstance(table, dict) else set()
 
     def _untrusted_arguments(
         self, index: int, raw: Mapping[str, Any], label: str, effect: Effect | None

@@ -21,6 +21,22 @@ A policy file is a TOML document with an optional ``[policy]`` table and any num
     reason = "Schema migrations need a human's approval"
     paths = ["migrations/**"]
 
+A ``require`` rule of ``explicit_approval`` may say who must approve and how many: it
+names a group of a top-level ``[approvers]`` table (approver ids, as the approval verifier
+knows their keys) and a count of distinct approvers (M of N; default 1)::
+
+    [approvers]
+    ops = ["alice", "bob", "carol"]
+
+    [[rule]]
+    id = "prod-deploy"
+    effect = "require"
+    obligations = ["explicit_approval"]
+    reason = "deploys need two of ops"
+    tools = ["run_command"]
+    approvers = "ops"          # default: anyone the approval verifier trusts
+    approvals = 2
+
 Conditions: ``tools`` (exact names or globs), ``side_effects``, ``paths`` (globs over the
 resolved targets, relative to the workspace), ``actors`` and ``environments`` (globs),
 ``arguments`` (a table: argument name -> regular expression searched in that argument)

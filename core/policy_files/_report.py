@@ -44,6 +44,7 @@ class PolicyFileReport:
         rule_count: how many ``[[rule]]`` tables the file has, by effect.
         relax: default rules the file switches off (``[policy] relax``; only those in
             :data:`jevqueue.policy.RELAXABLE_RULES`).
+        approver_groups: the file's ``[approvers]`` groups: name -> approver ids.
     """
 
     file: str
@@ -55,6 +56,7 @@ class PolicyFileReport:
     sha256: str = ""
     rule_count: Mapping[str, int] = field(default_factory=dict)
     relax: tuple[str, ...] = ()
+    approver_groups: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from jevqueue.policy._approval_quorum import ApprovalQuorum
 from jevqueue.policy._provenance import Origin, Provenance
 from jevqueue.policy._untrusted_values import untrusted_reasons
 from jevqueue.policy._verdict import Verdict
@@ -200,6 +201,9 @@ class PolicyFileRule:
         reason: the human reason, copied into verdicts verbatim.
         obligations: what a ``require`` rule asks for (e.g. ``explicit_approval``).
         source: ``file:line`` of the rule's ``[[rule]]`` header.
+        quorum: for a ``require`` rule of ``explicit_approval``, who must approve and how
+            many (``approvers`` and ``approvals``); ``None``: one approval from anyone the
+            approval verifier trusts.
     """
 
     rule_id: str
@@ -215,6 +219,7 @@ class PolicyFileRule:
     arguments: tuple[tuple[str, re.Pattern[str]], ...] = ()
     arguments_json: re.Pattern[str] | None = None
     untrusted_arguments: frozenset[str] | None = None
+    quorum: ApprovalQuorum | None = None
     _path: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
     _checks: tuple[Callable[[Action], bool], ...] = field(
         default=(), init=False, repr=False, compare=False
@@ -263,7 +268,7 @@ class PolicyFileRule:
                 self,
                 "_verdict",
                 Verdict.allow_with_obligations(
-                    self.obligations, self.reason, rule_ids=(self.rule_id,)
+                    self.obligations, self.reason, rule_ids=(self.rule_id,), quorum=self.quorum
                 ),
             )
 
@@ -353,7 +358,11 @@ class PolicyFileRule:
             if self.effect == "deny":
                 return Verdict.deny(self.reason, *extra, rule_ids=(self.rule_id,))
             return Verdict.allow_with_obligations(
-                self.obligations, self.reason, *extra, rule_ids=(self.rule_id,)
+                self.obligations,
+                self.reason,
+                *extra,
+                rule_ids=(self.rule_id,),
+                quorum=self.quorum,
             )
         return verdict
 

@@ -19,7 +19,10 @@ The graph resumes with ``Command(resume=answer)``, where ``answer`` is one of:
 * a list of those (each fulfils only the action whose digest it carries);
 * a mapping ``{tool_call_id: record | [records] | False}`` — ``False`` declines that call;
 * ``False``: decline every call in the request (LangGraph cannot resume with ``None``);
-* an :class:`~jevqueue.errors.ApprovalDeclinedError`: decline every call, with its reason.
+* an :class:`~jevqueue.errors.ApprovalDeclinedError`: decline every call, with its reason
+  (an :class:`~jevqueue.errors.ApprovalExpiredError` declines it as expired);
+* what ``InboxApprover.answer(action_digest)`` returns — records, or one of those errors —
+  for a request the guard filed in the approval inbox (``InboxApprover(pause=True)``).
 
 The guard checks each record (bound to the digest, fresh, signed, never used before) and
 reports an answer it cannot read. An approval never authorises anything but the action

@@ -19,7 +19,9 @@ and runs it with the judged arguments, once. ``create_agent`` runs every tool ca
 own task, so an approval ``interrupt()`` pauses only that call, and resuming re-runs only
 that call. With several calls waiting at once, resume with
 ``Command(resume={interrupt_id: answer, ...})``. With ``approver=`` the approver is asked
-inline instead of pausing.
+inline instead of pausing, unless it asks to pause (``InboxApprover(pause=True)``: the
+call pauses, its request filed in the inbox, and resumes with
+``Command(resume=approver.answer(digest))``).
 
 What the agent read is the agent state's messages (``request.state``): each call is judged
 with the transcript of the messages before the model's message that proposed it, as
@@ -196,7 +198,8 @@ class PolicyMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         context: The default execution context; a run's
             ``config["configurable"]["jevqueue_context"]`` overrides it.
         approver: An :class:`~jevqueue.policy.Approver` asked inline for a call that needs
-            an explicit approval; without one the call pauses with ``interrupt()``.
+            an explicit approval; without one, or with ``InboxApprover(pause=True)``, the
+            call pauses with ``interrupt()``.
 
     Attributes:
         guard: The core guard (``None`` until the first call without a default context).

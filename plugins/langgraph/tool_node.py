@@ -5,9 +5,10 @@ A :class:`PolicyToolNode` wraps a LangGraph ``ToolNode`` whose ``wrap_tool_call`
 
 1. reads the newest ``AIMessage``'s tool calls that have no ``ToolMessage`` answer yet
    into ``(tool, arguments, tool_call_id)``;
-2. has the guard judge each one (``Guard.judge``; with an inline ``approver=``,
-   ``Guard.check``, which asks it): allowed, refused, or pending an approval. What the
-   agent read is the state's messages: each call is judged with the
+2. has the guard judge each one (``Guard.judge`` when the guard pauses — no approver, or
+   ``InboxApprover(pause=True)``, whose request the guard files in the inbox — else
+   ``Guard.check``, which asks the inline approver): allowed, refused, or pending an
+   approval. What the agent read is the state's messages: each call is judged with the
    :class:`~jevqueue.policy.Transcript` of the messages before the ``AIMessage`` that
    proposed it (what the user wrote, each tool output with its tool and call id; see
    :mod:`~jevqueue.plugins.langgraph.transcript`), so where each argument came from is
@@ -347,7 +348,7 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         self, call: Mapping[str, Any], context: ExecutionContext, read: Transcript | Exception
     ) -> Judgement:
         guard = self._guard_for(context)
-        judge = guard.check if guard.approver is not None else guard.judge
+        judge = guard.judge if guard.pauses else guard.check
         call_id = _call_id(call)
         if isinstance(read, Exception):
             return guard.refuse(call.get("name"), read, call_id, context=context)
@@ -360,11 +361,11 @@ class PolicyToolNode(Runnable):  # type: ignore[type-arg]
         call_id = _call_id(call)
         if isinstance(read, Exception):
             return guard.refuse(call.get("name"), read, call_id, context=context)
-        if guard.approver is not None:
-            return await guard.acheck(
+        if guard.pauses:
+            return guard.judge(
                 call.get("name"), call.get("args"), call_id, context=context, transcript=read
             )
-        return guard.judge(
+        return await guard.acheck(
             call.get("name"), call.get("args"), call_id, context=context, transcript=read
         )
 
@@ -561,7 +562,9 @@ def policy_tool_node(
             ``config["configurable"]["jevqueue_context"]`` overrides it.
         approver: An :class:`~jevqueue.policy.Approver` (plain, or ``async`` when the graph
             runs with ``ainvoke``) asked inline for a call that needs an explicit approval;
-            without one the graph pauses with ``interrupt()``.
+            without one the graph pauses with ``interrupt()``. With
+            ``InboxApprover(..., pause=True)`` the graph pauses too, its request filed in
+            the inbox; resume with ``Command(resume=approver.answer(digest))``.
         messages_key: The state key holding the messages.
         handle_tool_errors: Passed to the inner ``ToolNode`` when given (how a tool's own
             exception is handled); LangGraph's default otherwise.

@@ -14,6 +14,12 @@ one it asked about::
             # or: handler.ctx.send_event(ApprovalResponseEvent.decline(event.action_digest))
     result = await handler
 
+With ``InboxApprover(pause=True)`` the request is also filed in the approval inbox;
+reviewers decide it there, and the run, restored with ``Context.from_dict`` in any process,
+resumes from the stored decision with one line::
+
+    handler.ctx.send_event(ApprovalResponseEvent.of(digest, approver.answer(digest)))
+
 The event carries jevqueue's one approval request: ``event.request`` is
 :meth:`ApprovalRequest.to_dict() <jevqueue.policy.ApprovalRequest.to_dict>`, and in the
 process that paused, ``event.approval_request`` is the :class:`~jevqueue.policy.ApprovalRequest`
@@ -32,7 +38,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from jevqueue.approvals import ApprovalRecord
-from jevqueue.errors import ApprovalRequiredError, ConfigurationError, InvalidApprovalError
+from jevqueue.errors import (
+    ApprovalExpiredError,
+    ApprovalRequiredError,
+    ConfigurationError,
+    InvalidApprovalError,
+)
 from jevqueue.plugins.llamaindex._framework import HumanResponseEvent, InputRequiredEvent
 from jevqueue.policy import Action, ApprovalRequest, Approver, Verdict, canonical_json
 from jevqueue.policy._approval_request import approval_records
@@ -132,7 +143,9 @@ class ApprovalResponseEvent(HumanResponseEvent):
         action_digest: The digest of the action this answer is about.
         record: The (first) approval record's ``to_dict()`` form, or ``None``.
         records: Further records' ``to_dict()`` forms, when several were given.
-        declined: True when the approver said no.
+        declined: True when the approver said no (or nobody decided in time).
+        expired: True when the call is declined because its request expired: nobody
+            decided in time (the guard reports and audits it as expired, not declined).
         reason: Free text for a decline (shown to the model).
     """
 
@@ -141,6 +154,7 @@ class ApprovalResponseEvent(HumanResponseEvent):
     record: dict[str, Any] | None = None
     records: list[dict[str, Any]] = Field(default_factory=list)
     declined: bool = False
+    expired: bool = False
     reason: str = ""
 
     @classmethod
@@ -164,6 +178,39 @@ class ApprovalResponseEvent(HumanResponseEvent):
     def decline(cls, action_digest: str, reason: str = "") -> ApprovalResponseEvent:
         """A refusal of the action with ``action_digest``; the call will not run."""
         return cls(response="declined", action_digest=action_digest, declined=True, reason=reason)
+
+    @classmethod
+    def of(cls, action_digest: str, answer: Any) -> ApprovalResponseEvent:
+        """The event that carries a stored decision to the call waiting on ``action_digest``:
+        what ``InboxApprover.answer(action_digest)`` returns.
+
+        Records approve (the guard checks each against the call's digest); an
+        :class:`~jevqueue.errors.ApprovalExpiredError` declines as expired; any other
+        :class:`~jevqueue.errors.ApprovalDeclinedError` declines with its message.
+
+        Raises:
+            ApproverAnswerError: ``answer`` is neither records nor a declined error.
+            InvalidApprovalError: a record is malformed.
+        """
+        if isinstance(answer, ApprovalExpiredError):
+            return cls(
+                response="expired",
+                action_digest=action_digest,
+                declined=True,
+                expired=True,
+                reason=str(answer),
+            )
+        if isinstance(answer, ApprovalRequiredError):
+            return cls.decline(action_digest, str(answer))
+        given = approval_records(answer)
+        if not given:
+            return cls.decline(action_digest, "the approver gave no approval record")
+        return cls(
+            response="approved",
+            action_digest=action_digest,
+            record=given[0].to_dict(),
+            records=[item.to_dict() for item in given[1:]],
+        )
 
     @classmethod
     def answer(cls, request: ApprovalRequiredEvent, approver: Approver) -> ApprovalResponseEvent:

@@ -172,8 +172,9 @@ class GovernedFunctionAgent(_GovernedTools, FunctionAgent):
             ``tool_retriever=`` returns.
         specs: The tools' declarations (with ``pep``).
         context: The execution context calls are judged in (with ``pep``).
-        approver: Answers approvals inline (with ``pep``); without one a call that needs
-            an approval pauses the run with an ``ApprovalRequiredEvent``.
+        approver: Answers approvals inline (with ``pep``); without one, or with
+            ``InboxApprover(pause=True)``, a call that needs an approval pauses the run
+            with an ``ApprovalRequiredEvent``.
         approval_timeout: Seconds a call waits for its approval (with ``pep``).
         tool_retriever: LlamaIndex's ``ObjectRetriever`` of tools; with ``pep`` each
             retrieved tool is governed (an undeclared one is refused per call, audited).

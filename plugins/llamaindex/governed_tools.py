@@ -11,7 +11,9 @@ and an agent dispatches them by the same names. The policy half is one
    the guard's; the agent hands it to the model as the tool's error result and the run
    goes on;
 3. a pending call is answered by the inline ``approver=`` when one was given (the guard
-   asks it, plain or ``async``); otherwise it pauses the workflow LlamaIndex's way: an
+   asks it, plain or ``async``); otherwise — or when the approver asks to pause,
+   ``InboxApprover(pause=True)``, whose request the guard files in the inbox — it pauses
+   the workflow LlamaIndex's way: an
    :class:`~.approval_events.ApprovalRequiredEvent` carrying the core
    :class:`~jevqueue.policy.ApprovalRequest` goes to the stream and the step waits for the
    :class:`~.approval_events.ApprovalResponseEvent` with the same digest; the guard then
@@ -43,7 +45,12 @@ from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from jevqueue.errors import ApprovalDeclinedError, ConfigurationError, ToolInterruptedError
+from jevqueue.errors import (
+    ApprovalDeclinedError,
+    ApprovalExpiredError,
+    ConfigurationError,
+    ToolInterruptedError,
+)
 from jevqueue.plugins.llamaindex._framework import (
     BaseTool,
     FunctionTool,
@@ -151,12 +158,13 @@ class ToolPolicy:
     async def judge(self, tool: str, arguments: Mapping[str, Any], ctx: Any) -> Judgement:
         """Judge one call; pause the workflow for an approval when one is needed.
 
-        With an inline approver, or outside a workflow (no ``ctx``), the guard asks the
-        approver (or refuses, saying how to add one). Raises only what LlamaIndex's wait
-        raises: its pause signal, and ``asyncio.TimeoutError`` after ``approval_timeout``.
+        With an inline approver that does not pause (``guard.pauses`` is false), or
+        outside a workflow (no ``ctx``), the guard asks the approver (or refuses, saying
+        how to add one). Raises only what LlamaIndex's wait raises: its pause signal, and
+        ``asyncio.TimeoutError`` after ``approval_timeout``.
         """
         call_id = current_call_id.get()
-        if self.guard.approver is not None or ctx is None:
+        if not self.guard.pauses or ctx is None:
             transcript = await self._transcript(ctx, call_id)
             if isinstance(transcript, Exception):
                 return self._unread(tool, call_id, transcript)
@@ -258,9 +266,8 @@ class ToolPolicy:
             if pending.refused or (pending.allowed and not answer.declined):
                 return pending
         if answer.declined:
-            return self.guard.resume(
-                pending, ApprovalDeclinedError(answer.reason or "no reason given")
-            )
+            refusal = ApprovalExpiredError if answer.expired else ApprovalDeclinedError
+            return self.guard.resume(pending, refusal(answer.reason or "no reason given"))
         return self.guard.resume(pending, None)
 
     def _remember(self, key: str, pending: Judgement) -> None:
@@ -403,8 +410,10 @@ def governed_tools(
         specs: One declaration per tool (:func:`~.tool_spec.tool_spec` builds them).
         context: The execution context every call is judged in; validated now.
         approver: Answers approvals inline (:class:`~jevqueue.policy.Approver`, plain or
-            ``async``). Without one, a call that needs an approval pauses the workflow with
-            an :class:`ApprovalRequiredEvent`.
+            ``async``). Without one, or with ``InboxApprover(pause=True)`` (which files the
+            request in the inbox), a call that needs an approval pauses the workflow with
+            an :class:`ApprovalRequiredEvent`; answer it with
+            ``ApprovalResponseEvent.of(digest, approver.answer(digest))``.
         approval_timeout: Seconds a paused call waits for its :class:`ApprovalResponseEvent`
             (LlamaIndex's default for ``wait_for_event``; ``None`` waits without limit).
 

@@ -277,7 +277,7 @@ class PolicyToolRunner:
             return parsed
         if isinstance(read, UsageError):
             return self._refuse(call_id, name, read, arguments=parsed)
-        if self.guard.approver is None:  # no one to ask: a call that needs one pauses
+        if self.guard.pauses:  # no one to ask (or it asks to pause): a call that needs one pauses
             judgement = self.guard.judge(name, parsed, key, records=records, transcript=read)
         else:
             judgement = self.guard.check(name, parsed, key, records=records, transcript=read)
@@ -351,7 +351,7 @@ class PolicyToolRunner:
             return parsed
         if isinstance(read, UsageError):
             return self._refuse(call_id, name, read, arguments=parsed)
-        if self.guard.approver is None:
+        if self.guard.pauses:
             judgement = self.guard.judge(name, parsed, key, records=records, transcript=read)
         else:
             judgement = await self.guard.acheck(name, parsed, key, records=records, transcript=read)

@@ -23,12 +23,15 @@ back in Pydantic AI's idiom:
 * **pending** (an explicit approval is needed) — with ``approver=`` the approver is asked
   inline (plain or ``async``) and the call runs with the records it gives, or is refused
   with the guard's message (no record, a record for another action or already used, a
-  decline, an approver that failed). Without an approver the call raises
-  ``ApprovalRequired`` carrying the core :class:`~jevqueue.policy.ApprovalRequest` as
-  ``request.to_dict()`` in its metadata: the run ends with ``DeferredToolRequests``;
+  decline, an approver that failed). Without an approver — or with one that asks to
+  pause, ``InboxApprover(pause=True)``, whose request the guard files in the inbox — the
+  call raises ``ApprovalRequired`` carrying the core :class:`~jevqueue.policy.ApprovalRequest`
+  as ``request.to_dict()`` in its metadata: the run ends with ``DeferredToolRequests``;
   :meth:`PolicyCapability.approval_requests` gives the request objects, and
   ``deferred_tool_results=approval_results(requests, records)`` resumes the run with
-  the records, which the guard checks against that call's own digest. Pydantic AI's own
+  the records, which the guard checks against that call's own digest (or with a decline:
+  ``approval_results(requests, approver.answer(digest))`` carries whatever the inbox's
+  reviewers decided, expired included). Pydantic AI's own
   approval (``True``, ``ToolApproved()``) is never enough on its own, and an approved
   call whose arguments were changed (``override_args``) has another digest, so its
   approval does not match.
@@ -66,7 +69,12 @@ import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from jevqueue.errors import ConfigurationError
+from jevqueue.errors import (
+    ApprovalDeclinedError,
+    ApprovalExpiredError,
+    ApprovalRequiredError,
+    ConfigurationError,
+)
 from jevqueue.plugins.pydantic_ai._framework import (
     AbstractCapability,
     ApprovalRequired,
@@ -100,6 +108,7 @@ from jevqueue.policy._approval_request import deprecated_approver
 
 __all__ = [
     "APPROVALS_METADATA_KEY",
+    "DECLINED_METADATA_KEY",
     "ApprovalRequest",
     "Judgement",
     "PolicyCapability",
@@ -108,6 +117,10 @@ __all__ = [
 
 APPROVALS_METADATA_KEY = "jevqueue_approvals"
 """The key of ``DeferredToolResults.metadata[call_id]`` that carries approval records."""
+
+DECLINED_METADATA_KEY = "jevqueue_declined"
+"""The key of ``DeferredToolResults.metadata[call_id]`` that carries a decline: its
+``reason``, and ``expired`` when nobody decided in time."""
 
 _HOW = " to PolicyCapability for every tool the agent has"
 
@@ -125,7 +138,8 @@ class PolicyCapability(AbstractCapability[Any]):
             call that needs an approval, it returns ``ApprovalRecord`` s (the guard checks
             them), ``None`` (the call is refused), or raises
             :class:`~jevqueue.errors.ApprovalDeclinedError` to decline with a reason.
-            Without one, such a call pauses the run with ``DeferredToolRequests``.
+            Without one, or with ``InboxApprover(pause=True)`` (which files the request in
+            the inbox), such a call pauses the run with ``DeferredToolRequests``.
         approvals: Deprecated name of ``approver``.
 
     Attributes:
@@ -233,13 +247,16 @@ class PolicyCapability(AbstractCapability[Any]):
                     f"({type(error).__name__}: {error})",
                 ).message
             ) from None
+        declined = _declined(ctx.tool_call_metadata) if ctx.tool_call_approved else None
         records = _records(ctx.tool_call_metadata) if ctx.tool_call_approved else None
-        if records is not None:  # resumed with approval_results
+        if declined is not None:  # resumed with approval_results(requests, a decline)
+            judgement = self._declined(name, args, call_id, read, declined)
+        elif records is not None:  # resumed with approval_results
             judgement = self.guard.judge(name, args, call_id, records=records, transcript=read)
-        elif self.guard.approver is not None:
-            judgement = await self.guard.acheck(name, args, call_id, transcript=read)
-        else:
+        elif self.guard.pauses:
             judgement = self.guard.judge(name, args, call_id, transcript=read)
+        else:
+            judgement = await self.guard.acheck(name, args, call_id, transcript=read)
         if judgement.pending:
             if ctx.tool_call_approved:  # approved without a record: nothing to verify
                 raise ModelRetry(refusal_message(name, _unsigned(records, judgement)))
@@ -249,6 +266,24 @@ class PolicyCapability(AbstractCapability[Any]):
             raise ModelRetry(judgement.message)
         self._judged[call_id] = judgement
         return judgement.run_arguments()
+
+    def _declined(
+        self,
+        name: str,
+        args: dict[str, Any],
+        call_id: str,
+        read: Any,
+        declined: ApprovalDeclinedError,
+    ) -> Judgement:
+        """The paused call judged again and settled with the decline it was resumed with."""
+        first = self.guard.judge(name, args, call_id, transcript=read)
+        if first.pending:
+            return self.guard.resume(first, declined)
+        if first.allowed:  # the policy no longer asks: the decline still holds
+            return self.guard.refuse(
+                name, declined, call_id, why=f"the approver declined: {declined}"
+            )
+        return first
 
     async def wrap_tool_execute(
         self,
@@ -352,6 +387,21 @@ def _records(metadata: Any) -> tuple[Any, ...] | None:
     return tuple(metadata[APPROVALS_METADATA_KEY] or ())
 
 
+def _declined(metadata: Any) -> ApprovalDeclinedError | None:
+    """The decline ``approval_results`` handed to a call; ``None`` when it handed none."""
+    if not isinstance(metadata, Mapping) or not isinstance(
+        metadata.get(DECLINED_METADATA_KEY), Mapping
+    ):
+        return None
+    given = metadata[DECLINED_METADATA_KEY]
+    reason = str(given.get("reason") or "no reason given")
+    return (
+        ApprovalExpiredError(reason)
+        if given.get("expired") is True
+        else (ApprovalDeclinedError(reason))
+    )
+
+
 def _unsigned(records: tuple[Any, ...] | None, judgement: Judgement) -> str:
     how = (
         f"pass a signed approval record for action {judgement.action_digest} with "
@@ -363,27 +413,41 @@ def _unsigned(records: tuple[Any, ...] | None, judgement: Judgement) -> str:
 
 
 def approval_results(
-    requests: DeferredToolRequests, records: ApprovalAnswer
+    requests: DeferredToolRequests, records: ApprovalAnswer | ApprovalDeclinedError
 ) -> DeferredToolResults:
     """The ``deferred_tool_results`` that resume a paused run with approval records.
 
     Every call awaiting approval is marked approved and handed all ``records``; the guard
     then lets a call run only with a fresh, unused record bound to that call's own action
-    digest, so a record for another action authorises nothing.
+    digest, so a record for another action authorises nothing. An
+    :class:`~jevqueue.errors.ApprovalDeclinedError` (what ``InboxApprover.answer(digest)``
+    returns for a denied or withdrawn request; an
+    :class:`~jevqueue.errors.ApprovalExpiredError` for an expired one) is handed instead:
+    the guard refuses each call with it, and the model reads why.
 
     Args:
         requests: The ``DeferredToolRequests`` the paused run ended with.
         records: What the approver answered: ``ApprovalRecord`` (s) from a trusted approver
             (or the dicts ``jevqueue approve`` prints) — ``requests.metadata[call_id]
-            ["action_digest"]`` is the digest each must be bound to — or ``None``.
+            ["action_digest"]`` is the digest each must be bound to — ``None``, or a
+            declined error.
 
     Raises:
         ConfigurationError: ``records`` is not approval records.
     """
-    given = approval_records(records)
+    handed: dict[str, Any]
+    if isinstance(records, ApprovalRequiredError):
+        handed = {
+            DECLINED_METADATA_KEY: {
+                "reason": str(records),
+                "expired": isinstance(records, ApprovalExpiredError),
+            }
+        }
+    else:
+        handed = {APPROVALS_METADATA_KEY: approval_records(records)}
     approvals: dict[str, Any] = {}
     metadata: dict[str, dict[str, Any]] = {}
     for call in requests.approvals:
         approvals[call.tool_call_id] = ToolApproved()
-        metadata[call.tool_call_id] = {APPROVALS_METADATA_KEY: given}
+        metadata[call.tool_call_id] = dict(handed)
     return DeferredToolResults(approvals=approvals, metadata=metadata)

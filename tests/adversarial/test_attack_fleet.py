@@ -31,6 +31,7 @@ from jevqueue.cli import main
 from jevqueue.errors import UnfulfilledObligationError
 from jevqueue.policy import (
     Action,
+    ApprovalQuorum,
     PolicyEnforcementPoint,
     create_default_policy_decision_point,
     generic_registry,
@@ -576,11 +577,13 @@ def test_objects_a_worker_creates_do_not_divert_the_functions(fleet: Fleet) -> N
 # --- the approval inbox: workers file, reviewers decide, nobody writes the tables -------
 
 
-def _inbox_request() -> Any:
+def _inbox_request(quorum: Any = None) -> Any:
     from jevqueue.policy import ApprovalRequest, Verdict
 
     action = Action.build(generic_registry(), "run_command", COMMAND, CONTEXT)
-    verdict = Verdict.allow_with_obligations(["explicit_approval"], "a deploy needs a person")
+    verdict = Verdict.allow_with_obligations(
+        ["explicit_approval"], "a deploy needs a person", quorum=quorum
+    )
     return ApprovalRequest.of(action, verdict.bound(action.digest, ""), "call-1")
 
 
@@ -649,7 +652,7 @@ def test_a_worker_filing_directly_cannot_name_another_actor_or_a_mismatched_requ
     requester = Requester.of(asked).to_dict()
     file = (
         f'SELECT "{fleet.schema}".file_approval_request('
-        "%s, %s, %s, %s::jsonb, %s::jsonb, 1, interval '5 minutes')"
+        "%s, %s, %s, %s::jsonb, %s::jsonb, interval '5 minutes')"
     )
     request_id = "ab" * 16
     with psycopg.connect(fleet.worker, autocommit=True) as connection:
@@ -694,7 +697,7 @@ def test_the_decide_function_keeps_the_rules_for_a_reviewer_who_calls_it_directl
 
     worker = PostgresApprovalInbox(fleet.worker, schema=fleet.schema)
     try:
-        filed = worker.file(_inbox_request(), required=2)
+        filed = worker.file(_inbox_request(ApprovalQuorum(2)))
     finally:
         worker.close()
     alice = ApprovalAuthority(Ed25519PrivateKey.generate(), "alice")
@@ -724,3 +727,80 @@ def test_the_decide_function_keeps_the_rules_for_a_reviewer_who_calls_it_directl
         assert call("alice", False, "changed my mind", None) == "twice"
         assert call("carol", False, "no", None) == "recorded"
         assert call("dave", False, "no", None) == "closed"
+
+
+def test_who_may_approve_is_read_from_the_filed_request_never_from_the_caller(
+    fleet: Fleet,
+) -> None:
+    """A worker cannot file a request that nobody, or anybody, may settle against its
+    policy's shape; a reviewer outside the named group cannot approve, and one member's
+    approval does not settle two of ops."""
+    import psycopg
+    from jevqueue.approvals import InboxState, PostgresApprovalInbox, Requester
+
+    ops = ApprovalQuorum.of_group("ops", ["alice", "bob", "carol"], 2)
+    asked = _inbox_request(ops)
+    document = json.loads(
+        json.dumps({**asked.to_dict(), "digest_document": asked.action.digest_document()})
+    )
+    requester = json.dumps(Requester.of(asked).to_dict())
+    file = (
+        f'SELECT "{fleet.schema}".file_approval_request('
+        "%s, %s, %s, %s::jsonb, %s::jsonb, interval '5 minutes')"
+    )
+    group = {"count": 2, "group": "ops", "approvers": ["alice", "bob", "carol"]}
+    with psycopg.connect(fleet.worker, autocommit=True) as connection:
+        for number, quorums in enumerate(
+            (
+                None,
+                [],
+                [{**group, "count": 0}],
+                [{**group, "count": 4}],
+                [{**group, "count": True}],
+                [{**group, "count": 2.5}],
+                [{**group, "approvers": ["alice", "alice", "bob"]}],
+                [{**group, "approvers": []}],
+                [{**group, "approvers": ["alice", "bob bob"]}],
+                [{**group, "group": None}],
+                [{"count": 1, "group": "ops", "approvers": None}],
+                [{**group, "extra": 1}],
+                [{"count": 1, "group": None, "approvers": None}] * 17,
+            )
+        ):
+            bad = {**document, "quorums": quorums}
+            with pytest.raises(psycopg.errors.CheckViolation, match="who may approve"):
+                connection.execute(
+                    file,
+                    (f"{number:032x}", asked.action_digest, asked.tool, json.dumps(bad), requester),
+                )
+    worker = PostgresApprovalInbox(fleet.worker, schema=fleet.schema)
+    try:
+        filed = worker.file(asked)
+    finally:
+        worker.close()
+    decide = f'SELECT "{fleet.schema}".decide_approval_request(%s, %s, %s, %s, %s::jsonb)'
+
+    def record(who: str) -> str:
+        issued = ApprovalAuthority(Ed25519PrivateKey.generate(), who).issue(filed.action_digest)
+        return json.dumps(issued.to_dict())
+
+    with psycopg.connect(fleet.reviewer, autocommit=True) as connection:
+
+        def call(who: str) -> str:
+            row = connection.execute(
+                decide, (filed.request_id, who, True, "", record(who))
+            ).fetchone()
+            return str(row[0])
+
+        assert call("dave") == "outsider"
+        assert call("alice") == "recorded"
+        assert call("mallory") == "outsider"
+        reader = PostgresApprovalInbox(fleet.reviewer, schema=fleet.schema)
+        try:
+            assert reader.get(filed.request_id).state is InboxState.PENDING
+            assert call("carol") == "recorded"
+            final = reader.get(filed.request_id)
+        finally:
+            reader.close()
+    assert final.state is InboxState.APPROVED
+    assert [decision.reviewer for decision in final.decisions] == ["alice", "carol"]

@@ -42,6 +42,8 @@ def test_public_surface_is_pinned() -> None:
         "ApprovalExpiredError",
         "ApprovalInbox",
         "InboxApprover",
+        "inbox_answer",
+        "Webhook",
         "InboxDecision",
         "InboxRequest",
         "InboxState",

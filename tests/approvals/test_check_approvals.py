@@ -19,7 +19,7 @@ from jevqueue.approvals import (
     check_approvals,
 )
 from jevqueue.errors import ConfigurationError
-from jevqueue.policy import Action, Verdict, VerdictKind
+from jevqueue.policy import Action, ApprovalQuorum, Verdict, VerdictKind
 
 
 @pytest.fixture
@@ -389,3 +389,88 @@ def test_a_subclass_cannot_stand_in_for_a_record(
     result = check(impostor)
     assert not result.allowed
     assert any("not an ApprovalRecord" in reason for reason in result.reasons)
+
+
+# --- quorums: M distinct approvers of a group -------------------------------------------
+
+_NAMES = ("alice", "bob", "carol", "dave")
+
+
+def _quorum_setup(
+    action: Action, quorum: ApprovalQuorum
+) -> tuple[Verdict, dict[str, ApprovalAuthority], SignedApprovalVerifier]:
+    people = {name: ApprovalAuthority(Ed25519PrivateKey.generate(), name) for name in _NAMES}
+    verifier = SignedApprovalVerifier({name: each.public_key for name, each in people.items()})
+    verdict = Verdict.allow_with_obligations(
+        ["explicit_approval"], "two of ops", quorum=quorum
+    ).bound(action.digest, "")
+    return verdict, people, verifier
+
+
+OPS = ApprovalQuorum.of_group("ops", ["alice", "bob", "carol"], 2)
+
+
+def test_a_quorum_counts_distinct_members_and_consumes_only_when_met(
+    action: Action, now: datetime
+) -> None:
+    verdict, people, verifier = _quorum_setup(action, OPS)
+    consumed = MemoryConsumedApprovals()
+    alice = people["alice"].issue(action.digest, now=now)
+    options = {"verifier": verifier, "consumed": consumed, "now": now}
+    once = check_approvals(verdict, action, [alice], **options)  # type: ignore[arg-type]
+    assert not once.allowed
+    assert once.reasons[-1] == (
+        "explicit approval unmet: 2 approvals from ops (alice, bob, carol) needed; have alice"
+    )
+    twice = check_approvals(  # type: ignore[arg-type]
+        verdict, action, [alice, people["alice"].issue(action.digest, now=now)], **options
+    )
+    assert not twice.allowed  # one member twice is one member
+    bob = people["bob"].issue(action.digest, now=now)
+    done = check_approvals(verdict, action, [alice, bob], **options)  # type: ignore[arg-type]
+    assert done.allowed and done.quorums == (OPS,)
+    assert consumed.consume(alice.approval_id, action.digest) is False  # both were used
+    assert consumed.consume(bob.approval_id, action.digest) is False
+
+
+def test_a_consumed_store_failing_midway_refuses_the_quorum(action: Action, now: datetime) -> None:
+    verdict, people, verifier = _quorum_setup(action, OPS)
+    records = [people[name].issue(action.digest, now=now) for name in ("alice", "bob")]
+    result = check_approvals(
+        verdict, action, records, verifier=verifier, consumed=_BrokenStore(), now=now
+    )
+    assert not result.allowed and "explicit_approval" in result.obligations
+    assert any("store failed (OSError)" in reason for reason in result.reasons)
+
+
+def test_an_already_used_member_record_does_not_count(action: Action, now: datetime) -> None:
+    verdict, people, verifier = _quorum_setup(action, OPS)
+    consumed = MemoryConsumedApprovals()
+    alice, bob, carol = (
+        people[name].issue(action.digest, now=now) for name in ("alice", "bob", "carol")
+    )
+    consumed.consume(alice.approval_id, action.digest)
+    options = {"verifier": verifier, "consumed": consumed, "now": now}
+    result = check_approvals(verdict, action, [alice, bob], **options)  # type: ignore[arg-type]
+    assert not result.allowed and any("already used" in r for r in result.reasons)
+    assert "needed; have bob" in result.reasons[-1]
+    three = check_approvals(  # type: ignore[arg-type]
+        verdict, action, [alice, people["bob"].issue(action.digest, now=now), carol], **options
+    )
+    assert three.allowed  # alice's used record is skipped; bob and carol make two
+
+
+def test_a_record_from_the_requester_is_refused(action: Action, now: datetime) -> None:
+    actor = action.context.actor_id
+    itself = ApprovalAuthority(Ed25519PrivateKey.generate(), actor)
+    verdict = Verdict.allow_with_obligations(["explicit_approval"], "x").bound(action.digest, "")
+    result = check_approvals(
+        verdict,
+        action,
+        [itself.issue(action.digest, now=now)],
+        verifier=SignedApprovalVerifier({actor: itself.public_key}),
+        consumed=MemoryConsumedApprovals(),
+        now=now,
+    )
+    assert not result.allowed
+    assert any("a requester never approves its own call" in r for r in result.reasons)

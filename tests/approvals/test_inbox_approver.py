@@ -19,6 +19,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from jevqueue.approvals import (
+    DEFAULT_EXPIRY,
+    DEFAULT_FRESHNESS,
+    ApprovalAuthority,
     ApprovalExpiredError,
     InboxApprover,
     InboxRequest,
@@ -27,6 +30,7 @@ from jevqueue.approvals import (
     SignedApprovalVerifier,
     SQLiteApprovalInbox,
     generate_key_pair,
+    load_private_key,
     load_public_key,
 )
 from jevqueue.cli import main
@@ -49,15 +53,30 @@ TERMINAL = ToolSpec.declare(
 class Setup:
     """A guard whose approver is the inbox, the reviewer's key, and what ran."""
 
-    def __init__(self, tmp_path: Path, **approver: Any) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        *,
+        reviewers: tuple[str, ...] = ("alice",),
+        policy: str = "",
+        **approver: Any,
+    ) -> None:
         self.store = tmp_path / "inbox.sqlite3"
-        self.key, public = generate_key_pair(tmp_path / "alice.key")
+        self.keys = {name: generate_key_pair(tmp_path / f"{name}.key") for name in reviewers}
+        self.key = self.keys[reviewers[0]][0]
         self.audit = RecordingAuditSink()
-        pep = PolicyEnforcementPoint(
-            create_default_policy_decision_point(),
+        policy_files = []
+        if policy:
+            (tmp_path / "acme.toml").write_text(policy)
+            policy_files.append(tmp_path / "acme.toml")
+        self.consumed = MemoryConsumedApprovals()
+        self.pep = pep = PolicyEnforcementPoint(
+            create_default_policy_decision_point(policy_files=policy_files),
             audit_logger=self.audit,
-            approval_verifier=SignedApprovalVerifier({"alice": load_public_key(public)}),
-            consumed_approvals=MemoryConsumedApprovals(),
+            approval_verifier=SignedApprovalVerifier(
+                {name: load_public_key(public) for name, (_, public) in self.keys.items()}
+            ),
+            consumed_approvals=self.consumed,
         )
         workspace = tmp_path / "workspace"
         workspace.mkdir()
@@ -180,6 +199,7 @@ def test_nobody_deciding_in_time_refuses_the_call_as_expired(tmp_path: Path) -> 
     judgement = setup.guard.check("terminal", {"command": "make deploy"}, "call-1")
     assert judgement.refused and not setup.ran
     assert "the approval expired: nobody decided within 0.5 s" in judgement.message
+    assert judgement.message.startswith("jevqueue did not run the call")  # not "denied"
     assert "declined" not in judgement.message
     last = setup.audit.events[-1]
     assert last["allowed"] is False
@@ -231,8 +251,6 @@ def test_an_async_call_waits_without_blocking_the_loop_and_is_approved(setup: Se
             setup.guard.acheck("terminal", {"command": "make deploy"}, "call-1")
         )
         request = await _filed(setup)  # the loop keeps running while the call waits
-        from jevqueue.approvals import ApprovalAuthority, load_private_key
-
         alice = ApprovalAuthority(load_private_key(setup.key), "alice")
         await asyncio.to_thread(
             setup.inbox.approve, request.request_id, alice.issue(request.action_digest)
@@ -275,20 +293,148 @@ def test_an_interrupted_blocking_wait_withdraws_the_request(
     assert request.state is InboxState.CANCELLED
 
 
-def test_two_required_approvals_return_both_records(tmp_path: Path) -> None:
-    from jevqueue.approvals import ApprovalAuthority, load_private_key
+OPS_POLICY = """
+[approvers]
+ops = ["alice", "bob", "carol"]
 
-    setup = Setup(tmp_path, required=2, expires_in=timedelta(minutes=1))
-    bob_key, _ = generate_key_pair(tmp_path / "bob.key")
+[[rule]]
+id = "deploys"
+effect = "require"
+obligations = ["explicit_approval"]
+reason = "deploys need two of ops"
+tools = ["terminal"]
+approvers = "ops"
+approvals = 2
+"""
+
+
+def _authority(setup: Setup, name: str) -> ApprovalAuthority:
+    return ApprovalAuthority(load_private_key(setup.keys[name][0]), name)
+
+
+def test_two_of_a_group_need_two_distinct_members_at_the_inbox_and_the_pep(
+    tmp_path: Path,
+) -> None:
+    setup = Setup(tmp_path, reviewers=("alice", "bob", "dave"), policy=OPS_POLICY)
     join = setup.in_thread("call-1")
     request_id = setup.pending_id()
+    filed = setup.inbox.get(request_id)
+    assert filed.needs() == "2 approvals from ops (alice, bob, carol)"
     first = setup.cli("approve", request_id, "--key", str(setup.key), "--reviewer", "alice")
     assert "1 of 2 approvals; it waits for more" in first.output
+    outsider = setup.cli(
+        "approve", request_id, "--key", str(setup.keys["dave"][0]), "--reviewer", "dave"
+    )
+    assert outsider.exit_code == 1 and "dave may not approve" in outsider.output
     assert setup.inbox.get(request_id).state is InboxState.PENDING
-    bob = ApprovalAuthority(load_private_key(bob_key), "bob")
-    setup.inbox.approve(request_id, bob.issue(setup.inbox.get(request_id).action_digest))
+    setup.inbox.approve(request_id, _authority(setup, "bob").issue(filed.action_digest))
     judgement = join()
-    assert judgement.allowed, judgement.message  # the PEP accepts alice's, the one it trusts
+    assert judgement.allowed, judgement.message
+    assert setup.run(judgement) == "deployed" and len(setup.ran) == 1
+    fulfilled = [
+        reason
+        for event in setup.audit.events
+        for reason in event["reasons"]
+        if reason.startswith("explicit approval fulfilled")
+    ]
+    assert len(fulfilled) == 1 and "from alice" in fulfilled[0] and "from bob" in fulfilled[0]
+    assert "(2 approvals from ops (alice, bob, carol))" in fulfilled[0]
+    # the pending decision's record said what was needed
+    assert any(
+        "obtain 2 approvals from ops (alice, bob, carol)" in reason
+        for reason in setup.audit.events[0]["reasons"]
+    )
+
+
+def test_one_member_s_approval_is_not_two(tmp_path: Path) -> None:
+    setup = Setup(tmp_path, reviewers=("alice", "bob"), policy=OPS_POLICY)
+    pending = setup.guard.judge("terminal", {"command": "make deploy"}, "call-1")
+    assert pending.pending and pending.request is not None
+    assert [q.count for q in pending.request.quorums] == [2]
+    digest = pending.request.action_digest
+    alice = _authority(setup, "alice")
+    once = alice.issue(digest)
+    refused = setup.guard.judge(
+        "terminal", {"command": "make deploy"}, "call-1", records=[once, alice.issue(digest)]
+    )
+    assert refused.refused and not setup.ran
+    assert "2 approvals from ops (alice, bob, carol) needed; have alice" in refused.message
+    # nothing was consumed: with bob's approval the same record of alice's still counts
+    both = setup.guard.judge(
+        "terminal",
+        {"command": "make deploy"},
+        "call-1",
+        records=[once, _authority(setup, "bob").issue(digest)],
+    )
+    assert both.allowed, both.message
+
+
+def test_an_outsider_s_approval_does_not_count_at_the_pep(tmp_path: Path) -> None:
+    setup = Setup(tmp_path, reviewers=("alice", "dave"), policy=OPS_POLICY)
+    pending = setup.guard.judge("terminal", {"command": "make deploy"}, "call-1")
+    assert pending.request is not None
+    digest = pending.request.action_digest
+    judged = setup.guard.judge(
+        "terminal",
+        {"command": "make deploy"},
+        "call-1",
+        records=[_authority(setup, "alice").issue(digest), _authority(setup, "dave").issue(digest)],
+    )
+    assert judged.refused and not setup.ran
+    assert "dave is not among the approvers the policy names (ops: alice, bob, carol)" in (
+        judged.message
+    )
+    assert "have alice" in judged.message
+
+
+def test_a_forged_second_record_does_not_make_two(tmp_path: Path) -> None:
+    setup = Setup(tmp_path, reviewers=("alice", "bob"), policy=OPS_POLICY)
+    pending = setup.guard.judge("terminal", {"command": "make deploy"}, "call-1")
+    assert pending.request is not None
+    digest = pending.request.action_digest
+    mallory, _ = generate_key_pair(tmp_path / "mallory.key")
+    forged = ApprovalAuthority(load_private_key(mallory), "bob").issue(digest)  # not bob's key
+    judged = setup.guard.judge(
+        "terminal",
+        {"command": "make deploy"},
+        "call-1",
+        records=[_authority(setup, "alice").issue(digest), forged],
+    )
+    assert judged.refused and not setup.ran
+    assert "not accepted by the approval verifier" in judged.message
+    assert "have alice" in judged.message
+
+
+def test_the_requester_s_own_approval_is_refused_at_the_pep(tmp_path: Path) -> None:
+    """A record from the context's actor is refused, whoever's approver delivered it."""
+    setup = Setup(tmp_path, reviewers=("alice", "agent"))
+    pending = setup.guard.judge("terminal", {"command": "make deploy"}, "call-1")
+    assert pending.request is not None
+    own = _authority(setup, "agent").issue(pending.request.action_digest)
+    judged = setup.guard.judge("terminal", {"command": "make deploy"}, "call-1", records=[own])
+    assert judged.refused and not setup.ran
+    assert "a requester never approves its own call" in judged.message
+
+
+def test_an_inbox_wait_longer_than_the_pep_s_freshness_is_refused(tmp_path: Path) -> None:
+    setup = Setup(tmp_path)
+    long_wait = InboxApprover(tmp_path / "inbox.sqlite3", expires_in=timedelta(minutes=10))
+    with pytest.raises(ConfigurationError, match="raise approval_freshness on the PEP") as why:
+        Guard(setup.pep, specs=[TERMINAL], approver=long_wait)
+    assert "shorten expires_in to at most 240 seconds" in str(why.value)
+    edge = InboxApprover(tmp_path / "inbox.sqlite3", expires_in=timedelta(minutes=5))
+    with pytest.raises(ConfigurationError, match="a minute of that for clocks"):
+        Guard(setup.pep, specs=[TERMINAL], approver=edge)  # 5 min of 5 min leaves no margin
+    patient = PolicyEnforcementPoint(
+        create_default_policy_decision_point(),
+        audit_logger=RecordingAuditSink(),
+        approval_freshness=timedelta(minutes=11),
+    )
+    assert Guard(patient, specs=[TERMINAL], approver=long_wait).approver is long_wait
+    # the defaults agree: an inbox approver waits while an approval stays fresh, less a minute
+    assert InboxApprover(tmp_path / "inbox.sqlite3").expires_in == DEFAULT_EXPIRY
+    assert DEFAULT_EXPIRY + timedelta(minutes=1) == DEFAULT_FRESHNESS
+    assert Guard(setup.pep, specs=[TERMINAL], approver=InboxApprover(tmp_path / "i.sqlite3"))
 
 
 def test_impossible_settings_are_configuration_errors(tmp_path: Path) -> None:

@@ -34,11 +34,12 @@ from jevqueue.errors import (
     DigestMismatchError,
     DuplicateDecisionError,
     InboxCorruptionError,
+    NotAnApproverError,
     RequestClosedError,
     SelfApprovalError,
     UnknownRequestError,
 )
-from jevqueue.policy import Action, ApprovalRequest, Verdict, generic_registry
+from jevqueue.policy import Action, ApprovalQuorum, ApprovalRequest, Verdict, generic_registry
 
 pytestmark = pytest.mark.network_allowed  # the PostgreSQL server listens on 127.0.0.1
 
@@ -99,14 +100,16 @@ CONTEXT = {
 }
 
 
-def _request(command: str = "make deploy") -> ApprovalRequest:
+def _request(
+    command: str = "make deploy", *, quorum: ApprovalQuorum | None = None
+) -> ApprovalRequest:
     action = Action.build(
         generic_registry(),
         "run_command",
         {"CommandLine": command, "Cwd": "/workspace/project"},
         CONTEXT,
     )
-    verdict = Verdict.allow_with_obligations(["explicit_approval"], "needs a person")
+    verdict = Verdict.allow_with_obligations(["explicit_approval"], "needs a person", quorum=quorum)
     return ApprovalRequest.of(action, verdict.bound(action.digest, ""), call_id="call-1")
 
 
@@ -114,7 +117,9 @@ def _reviewer(name: str) -> ApprovalAuthority:
     return ApprovalAuthority(Ed25519PrivateKey.generate(), name)
 
 
-ALICE, BOB = _reviewer("alice"), _reviewer("bob")
+ALICE, BOB, CAROL, DAVE = (_reviewer(name) for name in ("alice", "bob", "carol", "dave"))
+TWO = ApprovalQuorum(2)  # two distinct reviewers, anyone
+OPS = ApprovalQuorum.of_group("ops", ["alice", "bob", "carol"], 2)
 
 
 def test_a_filed_request_is_pending_with_everything_a_reviewer_reads(store: Store) -> None:
@@ -208,7 +213,7 @@ def test_a_requester_other_than_the_context_s_actor_is_refused(store: Store) -> 
 
 def test_each_reviewer_decides_once(store: Store) -> None:
     inbox = store.open()
-    filed = inbox.file(_request(), required=2)
+    filed = inbox.file(_request(quorum=TWO))
     inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
     with pytest.raises(DuplicateDecisionError, match="alice already decided"):
         inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
@@ -220,7 +225,7 @@ def test_each_reviewer_decides_once(store: Store) -> None:
 
 def test_two_distinct_reviewers_approve_a_request_that_requires_two(store: Store) -> None:
     inbox = store.open()
-    filed = inbox.file(_request(), required=2)
+    filed = inbox.file(_request(quorum=TWO))
     after_one = inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
     assert after_one.state is InboxState.PENDING and after_one.decided_at is None
     after_two = inbox.approve(filed.request_id, BOB.issue(filed.action_digest))
@@ -228,9 +233,61 @@ def test_two_distinct_reviewers_approve_a_request_that_requires_two(store: Store
     assert [r.approver_id for r in after_two.records] == ["alice", "bob"]
 
 
+def test_two_of_a_group_of_three_need_two_distinct_members(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request(quorum=OPS))
+    assert filed.quorums == (OPS,) and filed.required == 2
+    assert filed.needs() == "2 approvals from ops (alice, bob, carol)"
+    assert filed.to_dict()["quorums"] == [
+        {"count": 2, "group": "ops", "approvers": ["alice", "bob", "carol"]}
+    ]
+    assert inbox.approve(filed.request_id, ALICE.issue(filed.action_digest)).state is (
+        InboxState.PENDING
+    )
+    with pytest.raises(DuplicateDecisionError):  # the same member twice is still one
+        inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    assert inbox.get(filed.request_id).state is InboxState.PENDING
+    settled = inbox.approve(filed.request_id, CAROL.issue(filed.action_digest))
+    assert settled.state is InboxState.APPROVED
+    assert [r.approver_id for r in settled.records] == ["alice", "carol"]
+
+
+def test_a_reviewer_outside_the_group_cannot_approve(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request(quorum=OPS))
+    with pytest.raises(NotAnApproverError, match=r"dave may not approve") as refused:
+        inbox.approve(filed.request_id, DAVE.issue(filed.action_digest))
+    assert "2 approvals from ops (alice, bob, carol)" in str(refused.value)
+    assert refused.value.request_id == filed.request_id
+    assert inbox.get(filed.request_id).decisions == ()
+    inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    with pytest.raises(NotAnApproverError):  # an outsider never completes the quorum
+        inbox.approve(filed.request_id, DAVE.issue(filed.action_digest))
+    assert inbox.get(filed.request_id).state is InboxState.PENDING
+    # a denial is anyone's to give
+    assert inbox.deny(filed.request_id, "dave", "not now").state is InboxState.DENIED
+
+
+def test_every_quorum_must_be_met(store: Store) -> None:
+    security = ApprovalQuorum.of_group("security", ["dave", "erin"], 1)
+    action = _request().action
+    verdict = Verdict.allow_with_obligations(
+        ["explicit_approval"], "two groups", quorum=(OPS, security)
+    ).bound(action.digest, "")
+    inbox = store.open()
+    filed = inbox.file(ApprovalRequest.of(action, verdict))
+    assert filed.quorums == (OPS, security)
+    for reviewer in (ALICE, BOB):
+        assert inbox.approve(filed.request_id, reviewer.issue(filed.action_digest)).state is (
+            InboxState.PENDING
+        )
+    final = inbox.approve(filed.request_id, DAVE.issue(filed.action_digest))
+    assert final.state is InboxState.APPROVED
+
+
 def test_one_denial_among_required_approvals_denies(store: Store) -> None:
     inbox = store.open()
-    filed = inbox.file(_request(), required=2)
+    filed = inbox.file(_request(quorum=TWO))
     inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
     assert inbox.deny(filed.request_id, "bob", "no").state is InboxState.DENIED
 
@@ -312,7 +369,7 @@ def test_unknown_and_ambiguous_ids_are_clear_errors(
 )
 def test_a_damaged_row_reads_as_a_typed_error(store: Store, statement: str, complaint: str) -> None:
     inbox = store.open()
-    filed = inbox.file(_request(), required=2)
+    filed = inbox.file(_request(quorum=TWO))
     inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
     store.corrupt(statement, filed.request_id)
     with pytest.raises(InboxCorruptionError, match=complaint) as damaged:
@@ -486,7 +543,7 @@ def test_reviewers_deciding_at_once_in_processes_are_judged_one_after_the_other(
     store: Store,
 ) -> None:
     inbox = store.open()
-    filed = inbox.file(_request(), required=2)
+    filed = inbox.file(_request(quorum=TWO))
     outcomes = _race(store, filed.request_id, filed.action_digest, [f"r{n}" for n in range(5)])
     # exactly the first two approvals count; the request is approved by them, the rest
     # find it closed (a winner reads the request after its decision: the second
@@ -500,7 +557,7 @@ def test_reviewers_deciding_at_once_in_processes_are_judged_one_after_the_other(
 
 def test_one_reviewer_deciding_twice_at_once_is_recorded_once(store: Store) -> None:
     inbox = store.open()
-    filed = inbox.file(_request(), required=2)
+    filed = inbox.file(_request(quorum=TWO))
     outcomes = _race(store, filed.request_id, filed.action_digest, ["alice"] * 4)
     assert sorted(outcomes) == ["DuplicateDecisionError"] * 3 + ["pending"]
     assert inbox.get(filed.request_id).state is InboxState.PENDING
@@ -514,8 +571,10 @@ def test_refusals_are_decision_refused_errors() -> None:
 
 def test_impossible_settings_are_refused(tmp_path: Path) -> None:
     inbox = SQLiteApprovalInbox(tmp_path / "inbox.sqlite3")
-    for settings in ({"required": 0}, {"required": 101}, {"expires_in": timedelta(0)}):
+    for settings in ({"expires_in": timedelta(0)}, {"expires_in": timedelta(days=8)}):
         with pytest.raises(ConfigurationError):
-            inbox.file(_request(), **settings)  # type: ignore[arg-type]
+            inbox.file(_request(), **settings)
+    with pytest.raises(TypeError):
+        inbox.file(_request(), required=2)  # type: ignore[call-arg]  # the policy says
     with pytest.raises(ConfigurationError, match="ApprovalRequest"):
         inbox.file({"tool": "run_command"})  # type: ignore[arg-type]

@@ -73,4 +73,5 @@ def test_as_dict_is_plain_json() -> None:
         "action_digest": "",
         "policy_revision": "",
         "rule_ids": ["x"],
+        "quorums": [],
     }
