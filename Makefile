@@ -169,3 +169,21 @@ postgres-server:
 	else \
 		echo "note: no PostgreSQL server binaries; install postgresql to run its tests"; \
 	fi
+
+# --- Chromium, for the browser tests of jevqueue serve --------------------------------------
+# tests/serve drives Debian's Chromium with Playwright (the playwright package of the dev
+# extra, with executable_path: no browser is downloaded). As root on Debian it is installed
+# here; elsewhere install chromium yourself or set JEVQUEUE_CHROMIUM to a Chromium binary.
+# Under CI (CI=true) the browser tests fail, not skip, when no Chromium is found.
+.PHONY: chromium
+test: chromium
+
+chromium:
+	@if [ -x /usr/bin/chromium ] || [ -n "$$JEVQUEUE_CHROMIUM" ]; then \
+		true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	else \
+		echo "note: no Chromium; install chromium to run the browser tests"; \
+	fi

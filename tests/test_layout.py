@@ -199,6 +199,7 @@ def test_the_top_level_names_the_two_halves_and_nothing_else() -> None:
         "policy",
         "policy_files",
         "py.typed",
+        "serve",
         "testing",
     ]
 

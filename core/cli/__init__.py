@@ -21,6 +21,8 @@ _COMMANDS: dict[str, str] = {
     "mcp-proxy": "jevqueue.cli.mcp_proxy:mcp_proxy",
     "db": "jevqueue.cli.db:db",
     "calibrate": "jevqueue.cli.calibrate:calibrate",
+    "serve": "jevqueue.cli.serve:serve",
+    "reviewers": "jevqueue.cli.reviewers:reviewers",
 }
 
 

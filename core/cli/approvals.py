@@ -1,18 +1,36 @@
-"""``jevqueue approvals``: read and decide the requests in the approval inbox."""
+"""``jevqueue approvals``: read and decide the requests in the approval inbox.
+
+Everything printed from the inbox is untrusted text that an agent, or whatever the agent
+read, chose: tool names, arguments, reasons, reviewer names, where a request came from.
+Text output passes through :func:`_printable` on its way to the terminal, so none of it
+can move the cursor, clear the screen or reverse the text around it; ``--json`` output
+is exact JSON, which escapes every control character itself.
+"""
 
 from __future__ import annotations
 
 import getpass
 import json
+import os
+import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from jevqueue.errors import DecisionRefusedError, InboxError, JevError, UnknownRequestError
+from click.core import ParameterSource
+from jevqueue.db._connection import DATABASE_URL_VARIABLE, redacted
+from jevqueue.errors import (
+    ConfigurationError,
+    DecisionRefusedError,
+    InboxError,
+    JevError,
+    UnknownRequestError,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.approvals import ApprovalInbox, InboxRequest
@@ -27,12 +45,14 @@ INBOX_VARIABLE = "JEVQUEUE_INBOX"
 def approvals() -> None:
     """Read and decide the requests agents filed in the approval inbox.
 
-    The inbox is a SQLite file (default: approval-inbox.sqlite3 in the state directory,
-    beside the consumed approvals) or a fleet's PostgreSQL database: pass --store PATH or
-    --store postgresql://..., or set $JEVQUEUE_INBOX. Exit codes: 0 done, 1 the inbox
-    refused the decision (expired or already decided, the requester itself, a second
-    decision, another digest), 2 bad input (an unknown id, a prefix matching several ids,
-    an unusable key file) or an inbox that cannot be read.
+    The inbox is, in this order: --store PATH or --store postgresql://...; else
+    $JEVQUEUE_INBOX; else the fleet's database, $JEVQUEUE_DATABASE_URL (as `jevqueue db`
+    finds it); else approval-inbox.sqlite3 in the state directory, beside the consumed
+    approvals. A SQLite inbox that does not exist is an error, never created: agents
+    create it when they file. Exit codes: 0 done, 1 the inbox refused the decision
+    (expired or already decided, the requester itself, a second decision, another
+    digest), 2 bad input (an unknown id, a prefix matching several ids, an unusable key
+    file) or an inbox that cannot be read.
     """
 
 
@@ -40,7 +60,8 @@ _STORE = click.option(
     "--store",
     envvar=INBOX_VARIABLE,
     default=None,
-    help="The inbox: a SQLite path or a postgresql:// URL (default: the state directory's).",
+    help="The inbox: a SQLite path or a postgresql:// URL (default: $JEVQUEUE_INBOX, else "
+    "$JEVQUEUE_DATABASE_URL, else the state directory's SQLite file).",
 )
 _SCHEMA = click.option(
     "--schema",
@@ -58,28 +79,125 @@ _REVIEWER = click.option(
 )
 
 
+def _printable(text: str) -> str:
+    """``text`` with every character a terminal would not print as itself escaped.
+
+    Controls (C0, DEL, C1: ``\\x1b``, ``\\x9b``, a newline inside a value), format
+    characters (the bidirectional overrides and isolates such as ``\\u202e``, zero-width
+    characters), separators other than the space, and unassigned or private code points
+    are shown as their Python escape, so a reviewer sees that they are there and none of
+    them acts on the terminal. Everything else, accented letters and CJK included, is left
+    as it is.
+    """
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escape(char) for char in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _echo(lines: str | Iterable[str], *, err: bool = False) -> None:
+    """Print text lines, each made :func:`_printable`: the one way text reaches the terminal."""
+    for line in [lines] if isinstance(lines, str) else lines:
+        click.echo(_printable(line), err=err)
+
+
 def _fail(message: str, code: int) -> NoReturn:
-    click.echo(f"Error: {message}", err=True)
+    _echo(f"Error: {message}", err=True)
     raise SystemExit(code)
+
+
+def _open(store: str | None, schema: str) -> ApprovalInbox:
+    """The inbox the options and the environment name (see :func:`approvals`).
+
+    Raises:
+        ConfigurationError: a SQLite inbox that does not exist, or is not an inbox; a
+            store that cannot be opened.
+        ImportError: a PostgreSQL store without the ``postgres`` extra.
+    """
+    from jevqueue.approvals._inbox import configured_inbox, is_fleet_inbox, open_inbox
+
+    if store:
+        source = click.get_current_context().get_parameter_source("store")
+        named = f"${INBOX_VARIABLE}" if source is ParameterSource.ENVIRONMENT else "--store"
+        target: str | Path = store
+    else:
+        target, named = configured_inbox()
+    if isinstance(target, str) and is_fleet_inbox(target):
+        return open_inbox(target, schema=schema)
+    return open_inbox(_existing_inbox(Path(target), named), schema=schema)
+
+
+def _existing_inbox(path: Path, named: str) -> Path:
+    """``path`` if it holds an approval inbox; opening a SQLite store creates a missing
+    file, and an empty inbox made here would read as "no requests" while the agents file
+    theirs elsewhere."""
+    elsewhere = (
+        f"point at the inbox the agents file into with --store PATH or --store "
+        f"postgresql://..., or set ${INBOX_VARIABLE} (a fleet: ${DATABASE_URL_VARIABLE})"
+    )
+    shown = repr(redacted(str(path)))  # a connection string given as a path keeps no password
+    if not path.exists():
+        raise ConfigurationError(
+            f"no approval inbox at {shown} ({named}): nothing was ever filed there, "
+            f"and it is not created by reading it; {elsewhere}"
+        )
+    if not path.is_file():
+        raise ConfigurationError(f"the approval inbox {shown} ({named}) is not a file: {elsewhere}")
+    try:
+        with _read_only(path) as connection:
+            found = connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'approval_requests'"
+            ).fetchone()
+    except sqlite3.Error:
+        return path  # opening the store reports what is wrong with the file
+    if found is None:
+        raise ConfigurationError(
+            f"{shown} ({named}) is a SQLite file but not an approval inbox (it holds no "
+            f"approval requests table): {elsewhere}"
+        )
+    return path
+
+
+@contextmanager
+def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        yield connection
+    finally:
+        connection.close()
 
 
 @contextmanager
 def _inbox(store: str | None, schema: str) -> Iterator[ApprovalInbox]:
     """The inbox, closed afterwards; every jevqueue error becomes a message and an exit code."""
-    from jevqueue.approvals import open_inbox
-
+    # A reader who never chose PostgreSQL learns why the fleet's database was asked.
+    fleet = "" if store or not os.environ.get(DATABASE_URL_VARIABLE) else _FLEET_HINT
     try:
-        inbox = open_inbox(store, schema=schema)
+        inbox = _open(store, schema)
     except (JevError, ImportError) as error:
-        _fail(str(error), 2)
+        _fail(f"{error}{fleet}", 2)
     try:
         yield inbox
     except DecisionRefusedError as error:
         _fail(str(error), 1)
-    except (UnknownRequestError, InboxError, JevError) as error:
+    except InboxError as error:
+        _fail(f"{error}{fleet}", 2)
+    except (UnknownRequestError, JevError) as error:
         _fail(str(error), 2)
     finally:
         inbox.close()
+
+
+_FLEET_HINT = (
+    f" (this inbox is the fleet's database, ${DATABASE_URL_VARIABLE}; "
+    "--store PATH reads a SQLite inbox instead)"
+)
 
 
 def _reviewer_id(reviewer: str | None) -> str:
@@ -104,11 +222,12 @@ def list_requests(every: bool, limit: int, as_json: bool, store: str | None, sch
     """List pending requests, newest first: id, tool, who asked, age, expiry."""
     with _inbox(store, schema) as inbox:
         found = inbox.requests(None if every else ("pending",), limit=limit)
+        where = inbox.where
     if as_json:
         click.echo(json.dumps([request.to_dict() for request in found], indent=2))
         return
     if not found:
-        click.echo("no requests" if every else "no pending requests")
+        _echo(f"{'no requests' if every else 'no pending requests'} in {where}")
         return
     now = datetime.now(timezone.utc)
     rows = [("ID", "TOOL", "ASKED BY", "AGE", "EXPIRES IN" if not every else "STATE")]
@@ -117,17 +236,17 @@ def list_requests(every: bool, limit: int, as_json: bool, store: str | None, sch
         rows.append(
             (
                 request.request_id[:12],
-                request.tool,
-                request.requester.describe(),
+                _printable(request.tool),  # escaped before the columns are measured
+                _printable(request.requester.describe()),
                 _span((now - request.created_at).total_seconds()),
                 last,
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    for row in rows:
-        click.echo(
-            "  ".join(cell.ljust(widths[n]) for n, cell in enumerate(row[:4])) + "  " + row[4]
-        )
+    _echo(
+        "  ".join(cell.ljust(widths[n]) for n, cell in enumerate(row[:4])) + "  " + row[4]
+        for row in rows
+    )
 
 
 @approvals.command()
@@ -145,7 +264,7 @@ def show(request_id: str, as_json: bool, store: str | None, schema: str) -> None
     if as_json:
         click.echo(json.dumps(request.to_dict(), indent=2))
         return
-    click.echo(_describe(request, datetime.now(timezone.utc)))
+    _echo(_describe(request, datetime.now(timezone.utc)))
 
 
 # --- deciding -----------------------------------------------------------------------------
@@ -190,7 +309,7 @@ def approve_request(
         decided = inbox.approve(
             request.request_id, authority.issue(request.action_digest), reason=reason
         )
-    click.echo(_decided(decided, who))
+    _echo(_decided(decided, who))
 
 
 @approvals.command(name="deny")
@@ -207,7 +326,7 @@ def deny_request(
     with _inbox(store, schema) as inbox:
         request = inbox.find(request_id)
         decided = inbox.deny(request.request_id, who, reason)
-    click.echo(_decided(decided, who))
+    _echo(_decided(decided, who))
 
 
 @approvals.command()
@@ -238,14 +357,13 @@ def watch(interval: float, as_json: bool, store: str | None, schema: str) -> Non
 
 def _print_line(request: InboxRequest, as_json: bool) -> None:
     if as_json:
-        line = json.dumps(request.to_dict(), separators=(",", ":"))
+        click.echo(json.dumps(request.to_dict(), separators=(",", ":")))
     else:
         now = datetime.now(timezone.utc)
-        line = (
+        _echo(
             f"{request.request_id}  {request.tool}  asked by {request.requester.describe()}  "
             f"expires in {_until(request.expires_at, now)}  {request.action_digest}"
         )
-    click.echo(line)
     sys.stdout.flush()  # a reader on a pipe sees each request as it arrives
 
 
@@ -284,7 +402,9 @@ def _decided(request: InboxRequest, reviewer: str) -> str:
     return f"{reviewer} decided {request.request_id}: it is {request.state.value}"
 
 
-def _describe(request: InboxRequest, now: datetime) -> str:
+def _describe(request: InboxRequest, now: datetime) -> list[str]:
+    """The lines of `show`; a value spanning lines (the arguments, the context) is split
+    here, so any line break left inside a value is escaped when printed."""
     document = request.request
     asker = request.requester
     lines = [
@@ -321,7 +441,7 @@ def _describe(request: InboxRequest, now: datetime) -> str:
             f"  - {decision.reviewer} {verb} at "
             f"{decision.decided_at.isoformat(timespec='seconds')}{reason}"
         )
-    return "\n".join(lines)
+    return lines
 
 
 def _covered(covered: Any) -> list[str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import queue
+import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -16,14 +18,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from jevqueue.approvals import (
+    DEFAULT_EXPIRY,
     InboxState,
+    Requester,
     SignedApprovalVerifier,
     SQLiteApprovalInbox,
     generate_key_pair,
     load_public_key,
 )
 from jevqueue.cli import main
-from jevqueue.policy import Action, ApprovalRequest, Verdict, generic_registry
+from jevqueue.policy import Action, ApprovalQuorum, ApprovalRequest, Verdict, generic_registry
 
 CONTEXT = {
     "task_id": "task-42",
@@ -31,17 +35,30 @@ CONTEXT = {
     "workspace": "/workspace/project",
     "git_sha": "0123456789abcdef0123456789abcdef01234567",
 }
+LEFT = int(DEFAULT_EXPIRY.total_seconds() // 60) - 1  # whole minutes left just after filing
 
 
-def _request(command: str = "make deploy") -> ApprovalRequest:
+def _request(
+    command: str = "make deploy", reason: str = "a shell command", approvals: int = 1
+) -> ApprovalRequest:
     action = Action.build(
         generic_registry(),
         "run_command",
         {"CommandLine": command, "Cwd": "/workspace/project"},
         CONTEXT,
     )
-    verdict = Verdict.allow_with_obligations(["explicit_approval"], "a shell command")
+    verdict = Verdict.allow_with_obligations(
+        ["explicit_approval"], reason, quorum=ApprovalQuorum(approvals)
+    )
     return ApprovalRequest.of(action, verdict.bound(action.digest, ""), call_id="call-7")
+
+
+@pytest.fixture(autouse=True)
+def _no_inbox_in_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each test chooses its inbox: none comes from the shell that runs the tests."""
+    monkeypatch.delenv("JEVQUEUE_INBOX", raising=False)
+    monkeypatch.delenv("JEVQUEUE_DATABASE_URL", raising=False)
+    monkeypatch.setenv("JEVQUEUE_STATE_DIR", str(tmp_path / "state"))
 
 
 @pytest.fixture
@@ -56,11 +73,14 @@ def key(tmp_path: Path) -> Path:
 
 
 def cli(store: SQLiteApprovalInbox, *arguments: str) -> Any:
-    return CliRunner().invoke(main, ["approvals", *arguments, "--store", str(store.path)])
+    # color=True: click keeps escape sequences, as it does on a terminal
+    return CliRunner().invoke(
+        main, ["approvals", *arguments, "--store", str(store.path)], color=True
+    )
 
 
 def test_list_shows_pending_requests_newest_first(store: SQLiteApprovalInbox) -> None:
-    assert cli(store, "list").output.strip() == "no pending requests"
+    assert cli(store, "list").output.strip() == f"no pending requests in {store.path}"
     older = store.file(_request("make one"))
     newer = store.file(_request("make two"))
     store.deny(store.file(_request("make three")).request_id, "bob", "no")
@@ -70,7 +90,7 @@ def test_list_shows_pending_requests_newest_first(store: SQLiteApprovalInbox) ->
     assert lines[0].split() == ["ID", "TOOL", "ASKED", "BY", "AGE", "EXPIRES", "IN"]
     assert [line[:12] for line in lines[1:]] == [newer.request_id[:12], older.request_id[:12]]
     assert "run_command" in lines[1] and "coding-agent (task task-42" in lines[1]
-    assert "14m" in lines[1]  # expires in, of the default 15 minutes
+    assert f"{LEFT}m" in lines[1]  # expires in, of the default expiry
     every = cli(store, "list", "--all")
     assert len(every.output.splitlines()) == 4 and "denied" in every.output
     as_json = json.loads(cli(store, "list", "--json").output)
@@ -84,7 +104,7 @@ def test_show_prints_the_exact_request(store: SQLiteApprovalInbox) -> None:
     assert shown.exit_code == 0, shown.output
     for expected in (
         f"request   {filed.request_id}",
-        "state     pending, expires in 14m",
+        f"state     pending, expires in {LEFT}m",
         "tool      run_command",
         f"digest    {filed.action_digest}",
         '"CommandLine": "make deploy"',
@@ -156,7 +176,7 @@ def test_deny_needs_a_reason_and_records_it(store: SQLiteApprovalInbox) -> None:
 def test_bad_input_is_a_clear_error_and_never_a_traceback(
     store: SQLiteApprovalInbox, key: Path, case: str, code: int, complaint: str
 ) -> None:
-    filed = store.file(_request(), required=2)
+    filed = store.file(_request(approvals=2))
     target, key_file, reviewer = filed.request_id, str(key), "alice"
     if case == "unknown":
         target = "0123456789"
@@ -198,16 +218,15 @@ def test_an_unreadable_store_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "cannot open the approval inbox" in result.output
 
 
-def test_watch_prints_each_new_request_as_it_arrives(store: SQLiteApprovalInbox) -> None:
-    store.file(_request("make before"))
-    watcher = subprocess.Popen(
+def _watch(store: SQLiteApprovalInbox, *options: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [
             sys.executable,
             "-c",
             "from jevqueue.cli import main; main()",
             "approvals",
             "watch",
-            "--json",
+            *options,
             "--interval",
             "0.05",
             "--store",
@@ -218,6 +237,11 @@ def test_watch_prints_each_new_request_as_it_arrives(store: SQLiteApprovalInbox)
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+
+
+def test_watch_prints_each_new_request_as_it_arrives(store: SQLiteApprovalInbox) -> None:
+    store.file(_request("make before"))
+    watcher = _watch(store, "--json")
     try:
         lines = _lines(watcher)
         first = json.loads(_next_line(lines))
@@ -253,3 +277,149 @@ def _next_line(lines: queue.Queue[str | None], seconds: float = 30) -> str:
         raise AssertionError(f"watch printed nothing in {seconds} s") from None
     assert line is not None, "watch exited before printing the next request"
     return line
+
+
+# --- untrusted text never acts on the terminal ------------------------------------------------
+
+HOSTILE = ("\x1b[2J", "\x9b", "\u202e")  # clear the screen, a C1 CSI, right-to-left override
+RAW = ("\x1b", "\x9b", "\u202e")
+
+
+def _hostile(store: SQLiteApprovalInbox) -> Any:
+    asked = _request("echo " + " ".join(HOSTILE), reason="deploys " + " ".join(HOSTILE))
+    session = "run\x1b[2K\x1b[1A\u202e"  # erase the line above, move up, reverse
+    return store.file(asked, requester=Requester.of(asked, session_id=session))
+
+
+def test_text_from_the_inbox_is_printed_escaped_and_json_stays_exact(
+    store: SQLiteApprovalInbox,
+) -> None:
+    filed = _hostile(store)
+    store.deny(store.file(_request("ls")).request_id, "bob", "no \u202e\x1b[1A thanks")
+    for arguments in (["list"], ["list", "--all"], ["show", filed.request_id]):
+        result = cli(store, *arguments)
+        assert result.exit_code == 0, result.output
+        for raw in RAW:
+            assert raw not in result.output, (arguments, raw)
+        assert "run\\x1b[2K\\x1b[1A\\u202e" in result.output, arguments  # visibly there
+    shown = cli(store, "show", filed.request_id).output
+    assert "deploys \\x1b[2J \\x9b \\u202e" in shown  # the policy's reason
+    (denied,) = store.requests(["denied"])
+    assert "no \\u202e\\x1b[1A thanks" in cli(store, "show", denied.request_id).output
+    exact = json.loads(cli(store, "show", filed.request_id, "--json").output)
+    assert exact["request"]["arguments"]["CommandLine"] == "echo " + " ".join(HOSTILE)
+    assert exact["request"]["reasons"] == ["deploys " + " ".join(HOSTILE)]
+    for raw in RAW:  # JSON escapes them itself
+        assert raw not in cli(store, "list", "--all", "--json").output
+
+
+def test_watch_prints_escaped_text(store: SQLiteApprovalInbox) -> None:
+    filed = _hostile(store)
+    watcher = _watch(store)
+    try:
+        line = _next_line(_lines(watcher))
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=30)
+    assert line.startswith(filed.request_id) and "run\\x1b[2K\\x1b[1A\\u202e" in line
+    for raw in RAW:
+        assert raw not in line
+
+
+# --- which inbox --------------------------------------------------------------------------------
+
+
+def test_a_missing_inbox_is_named_and_never_created(tmp_path: Path) -> None:
+    missing = tmp_path / "elsewhere" / "inbox.sqlite3"
+    for arguments in (
+        ["list"],
+        ["show", "3f9a"],
+        ["watch"],
+        ["deny", "3f9a", "--reason", "no", "--reviewer", "bob"],
+    ):
+        result = CliRunner().invoke(main, ["approvals", *arguments, "--store", str(missing)])
+        assert result.exit_code == 2, (arguments, result.output)
+        assert f"no approval inbox at {str(missing)!r} (--store)" in result.output
+        assert "--store PATH" in result.output and "$JEVQUEUE_INBOX" in result.output
+        assert "Traceback" not in result.output
+    assert not missing.parent.exists()
+
+
+def test_the_default_inbox_is_not_created_by_reading_it(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["approvals", "list"])
+    default = tmp_path / "state" / "approval-inbox.sqlite3"
+    assert result.exit_code == 2 and f"no approval inbox at {str(default)!r} (the default)" in (
+        result.output
+    )
+    assert not (tmp_path / "state").exists()
+    SQLiteApprovalInbox(default).file(_request())  # an agent files: now it is there
+    listed = CliRunner().invoke(main, ["approvals", "list"])
+    assert listed.exit_code == 0 and "run_command" in listed.output
+
+
+def test_jevqueue_inbox_names_the_store_and_store_wins(
+    store: SQLiteApprovalInbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    filed = store.file(_request())
+    monkeypatch.setenv("JEVQUEUE_INBOX", str(store.path))
+    monkeypatch.setenv("JEVQUEUE_DATABASE_URL", "postgresql://nobody@db.invalid/none")
+    listed = CliRunner().invoke(main, ["approvals", "list"])
+    assert listed.exit_code == 0 and filed.request_id[:12] in listed.output
+    monkeypatch.setenv("JEVQUEUE_INBOX", str(tmp_path / "gone.sqlite3"))
+    gone = CliRunner().invoke(main, ["approvals", "list"])
+    assert gone.exit_code == 2 and "($JEVQUEUE_INBOX)" in gone.output
+    chosen = CliRunner().invoke(main, ["approvals", "list", "--store", str(store.path)])
+    assert chosen.exit_code == 0 and filed.request_id[:12] in chosen.output
+
+
+def test_a_sqlite_file_that_is_no_inbox_is_refused_untouched(tmp_path: Path) -> None:
+    other = tmp_path / "consumed.sqlite3"
+    with sqlite3.connect(other) as connection:
+        connection.execute("CREATE TABLE consumed (digest TEXT)")
+    connection.close()
+    result = CliRunner().invoke(main, ["approvals", "list", "--store", str(other)])
+    assert result.exit_code == 2 and "not an approval inbox" in result.output
+    with sqlite3.connect(other) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    connection.close()
+    assert tables == {"consumed"}
+
+
+@pytest.mark.network_allowed  # the PostgreSQL server listens on 127.0.0.1
+def test_the_fleet_database_is_the_inbox_when_jevqueue_database_url_is_set(
+    postgres_schema: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jevqueue.approvals import PostgresApprovalInbox
+
+    url, schema = postgres_schema
+    with PostgresApprovalInbox(url, schema=schema) as fleet:
+        filed = fleet.file(_request())
+    monkeypatch.setenv("JEVQUEUE_DATABASE_URL", url)
+    listed = CliRunner().invoke(main, ["approvals", "list", "--schema", schema])
+    assert listed.exit_code == 0, listed.output
+    assert filed.request_id[:12] in listed.output
+    shown = CliRunner().invoke(main, ["approvals", "show", filed.request_id, "--schema", schema])
+    assert shown.exit_code == 0 and filed.action_digest in shown.output
+    assert not (tmp_path / "state").exists()  # no local inbox appeared beside it
+
+
+@pytest.mark.network_allowed  # it connects to a port on 127.0.0.1 where nothing listens
+@pytest.mark.parametrize("form", ["url", "key=value"])
+def test_an_unreachable_fleet_database_says_it_came_from_the_environment(
+    form: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("psycopg", reason='the PostgreSQL store needs "jevqueue[postgres]"')
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = (
+        f"postgresql://nobody:s3cret@127.0.0.1:{port}/none"
+        if form == "url"
+        else f"host=127.0.0.1 port={port} dbname=none user=nobody password=s3cret"
+    )
+    monkeypatch.setenv("JEVQUEUE_DATABASE_URL", url)
+    result = CliRunner().invoke(main, ["approvals", "list"])
+    assert result.exit_code == 2, result.output
+    assert "$JEVQUEUE_DATABASE_URL" in result.output and "--store PATH" in result.output
+    assert "s3cret" not in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "state").exists()  # it never fell back to a local inbox

@@ -1,0 +1,88 @@
+"""The pages' Jinja2 environment: autoescaping on for every template, and the filters the
+pages share (times, spans, JSON, a request's state in words)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jevqueue.approvals import InboxRequest
+from jevqueue.serve._needed_approvals import needed_approvals
+from starlette.templating import Jinja2Templates
+
+__all__ = ["TEMPLATES_DIR", "page_templates", "span", "state_words"]
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+
+
+def span(seconds: float) -> str:
+    """A duration as the command line shows it: ``42s``, ``3m05s``, ``2h10m``, ``1d04h``."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+def _when(moment: datetime | None) -> str:
+    if moment is None:
+        return "-"
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _ago(moment: datetime, now: datetime) -> str:
+    return span((now - moment).total_seconds()) + " ago"
+
+
+def _until(moment: datetime, now: datetime) -> str:
+    left = (moment - now).total_seconds()
+    return span(left) if left > 0 else "expired"
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def state_words(request: InboxRequest) -> str:
+    """The request's state as a reviewer reads it; expiry is never a denial."""
+    state = request.state.value
+    if state == "expired":
+        return "expired — nobody decided"
+    if state == "denied":
+        denial = request.denial
+        return f"denied by {denial.reviewer}" if denial is not None else "denied"
+    if state == "approved":
+        names = ", ".join(d.reviewer for d in request.approvals)
+        return f"approved by {names}" if names else "approved"
+    if state == "cancelled":
+        return "cancelled — the agent stopped waiting"
+    return state
+
+
+def _approvals_so_far(request: InboxRequest) -> str:
+    needed = needed_approvals(request)
+    return f"{len(request.approvals)} of {needed if needed is not None else '?'}"
+
+
+def page_templates() -> Jinja2Templates:
+    """The templates of the pages, with autoescaping on whatever a file is called."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters.update(
+        when=_when, ago=_ago, until=_until, pretty=_pretty, state_words=state_words
+    )
+    environment.globals.update(
+        needed_approvals=needed_approvals, approvals_so_far=_approvals_so_far
+    )
+    return Jinja2Templates(env=environment)
