@@ -49,7 +49,12 @@ if TYPE_CHECKING:  # pragma: no cover
         SQLiteConsumedApprovals,
         default_consumed_approvals_path,
     )
-    from jevqueue.approvals._inbox import ApprovalInbox, default_inbox_path, open_inbox
+    from jevqueue.approvals._inbox import (
+        ApprovalInbox,
+        InboxListing,
+        default_inbox_path,
+        open_inbox,
+    )
     from jevqueue.approvals._inbox_answer import inbox_answer
     from jevqueue.approvals._inbox_approver import InboxApprover
     from jevqueue.approvals._inbox_request import (
@@ -101,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "coerce_private_key": "jevqueue.approvals._keys",
     "coerce_public_key": "jevqueue.approvals._keys",
     "ApprovalInbox": "jevqueue.approvals._inbox",
+    "InboxListing": "jevqueue.approvals._inbox",
     "default_inbox_path": "jevqueue.approvals._inbox",
     "open_inbox": "jevqueue.approvals._inbox",
     "InboxApprover": "jevqueue.approvals._inbox_approver",
@@ -131,6 +137,7 @@ __all__ = [
     "ConsumedApprovalsError",
     "InboxApprover",
     "InboxDecision",
+    "InboxListing",
     "InboxRequest",
     "InboxState",
     "MemoryConsumedApprovals",

@@ -64,11 +64,14 @@ def check_approvals(
 
     A valid record counts when its approver belongs to a quorum that still needs
     approvals (a record from outside every named group, or a second one from an approver
-    already counted, does not). Only once the valid records can meet every quorum is
-    each counted record consumed (``consumed.consume(...)``; a refused record is never
-    burnt): one already used does not count, and a store that fails refuses the whole
-    approval (fail closed). The store decides whether "used" outlives the process; the
-    SQLite one does.
+    already counted, does not). Records the store already holds as used (``record_id in
+    consumed``, for the stores that can tell) are set aside first; only once the rest can
+    meet every quorum is each counted record consumed (``consumed.consume(...)``; a
+    refused record is never burnt). Should a record turn out used at that moment (another
+    process used it in between) or the store fail, the approval is refused and the
+    records consumed before it in this attempt stay consumed: an approval is spent
+    rather than ever counted twice (fail closed). The store decides whether "used"
+    outlives the process; the SQLite one does.
 
     Args:
         verdict: the PDP's verdict for ``action``.
@@ -141,6 +144,18 @@ def check_approvals(
             "use cannot be guaranteed; give the PEP consumed_approvals"
         )
         return dataclasses.replace(verdict, reasons=(*verdict.reasons, *refusals))
+    # Records the store already knows as used are set aside before anything is consumed,
+    # so that an attempt that cannot succeed burns none of the fresh ones beside them.
+    fresh = []
+    for label, record in valid:
+        if _known_used(consumed, record.approval_id):
+            refusals.append(f"{label} refused: already used (approvals are single use)")
+        else:
+            fresh.append((label, record))
+    valid = fresh
+    if not _reachable(quorums, {record.approver_id for _, record in valid}):
+        missing = _missing(quorums, [record for _, record in valid])
+        return dataclasses.replace(verdict, reasons=(*verdict.reasons, *refusals, *missing))
     needed = [quorum.count for quorum in quorums]
     counted: list[ApprovalRecord] = []
     for label, record in valid:
@@ -179,6 +194,17 @@ def check_approvals(
         obligations=remaining,
         reasons=(*verdict.reasons, *refusals, _fulfilled(verdict, counted)),
     )
+
+
+def _known_used(consumed: ConsumedApprovalStore, approval_id: str) -> bool:
+    """Whether a store that can tell (``in``) already holds ``approval_id``; a store that
+    cannot, or fails to, answers at ``consume`` instead."""
+    if not hasattr(consumed, "__contains__"):
+        return False
+    try:
+        return approval_id in consumed
+    except Exception:  # the consume below fails closed on its own
+        return False
 
 
 def _reachable(quorums: tuple[ApprovalQuorum, ...], approvers: set[str]) -> bool:

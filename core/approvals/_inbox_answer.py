@@ -113,8 +113,12 @@ def filed_request(
     whose state is in ``states`` (``None``: any), among the newest
     :data:`SEARCHED_REQUESTS`; ``None`` when there is none.
 
+    A damaged request among those read is skipped (and logged once, see
+    :meth:`ApprovalInbox.requests`): it is never read as a decision, and it does not stop
+    the look-up of the others.
+
     Raises:
-        InboxError: the inbox cannot be read (a damaged request among those read too).
+        InboxError: the inbox cannot be read.
     """
     wanted = None if states is None else tuple(states)
     for request in inbox.requests(wanted, limit=SEARCHED_REQUESTS):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
+import secrets
+import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from jevqueue.approvals._inbox import ApprovalInbox, check_expiry, open_inbox
@@ -30,8 +31,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["InboxApprover"]
 
-# A store whose clock runs behind ours may still read a request as pending this long
-# after its expiry; past it the approver stops waiting all the same.
+# The agent's own deadline, on its monotonic clock from filing: expires_in plus this. The
+# store decides expiry by its clock; the grace covers a store whose clock runs behind, and
+# the time the request took to reach it. Past it the approver withdraws and stops waiting.
 _CLOCK_GRACE = timedelta(seconds=30)
 
 # A paused call's request in these states is never filed again for the same call id.
@@ -54,8 +56,14 @@ class InboxApprover:
       :class:`~jevqueue.errors.ApprovalExpiredError`; the guard refuses the call as
       expired, not declined, and audits it so.
     * **interrupted** — a cancelled task (``asyncio`` cancellation), a
-      ``KeyboardInterrupt`` or any failure while waiting withdraws the request (it reads
-      ``cancelled``), so nobody approves a call that no longer waits.
+      ``KeyboardInterrupt`` or any failure while filing or waiting withdraws the request
+      (it reads ``cancelled``), so nobody approves a call that no longer waits. The
+      approver chooses the request's id before the store is asked, so a request whose
+      filing was interrupted is withdrawn too, once it is stored. In an event loop the
+      withdrawal runs in a thread, shielded from a second cancellation.
+
+    How long the agent waits is its own: ``expires_in`` plus 30 seconds from filing, on
+    its monotonic clock; expiry itself is the store's, by the store's clock.
 
     Called where an event loop runs (the guard's ``acheck``, an ``async`` framework), it
     returns a coroutine that waits without blocking the loop; elsewhere it blocks the
@@ -105,6 +113,8 @@ class InboxApprover:
         check_expiry(lifetime)
         if not isinstance(poll_interval, (int, float)) or not 0 < poll_interval <= 60:
             raise ConfigurationError("poll_interval must be a number of seconds from 0 to 60")
+        # reviewers read both; a value a requester may not hold is refused now, not at filing
+        Requester(actor_id="-", framework=framework, session_id=session_id)
         self.inbox = open_inbox(inbox)
         self.expires_in: timedelta = lifetime
         self.poll_interval = float(poll_interval)
@@ -137,13 +147,35 @@ class InboxApprover:
             return self.wait(request)
         return self.wait_async(request)
 
-    def _file(self, request: ApprovalRequest) -> InboxRequest:
-        filed = self.inbox.file(
-            request,
-            requester=Requester.of(request, framework=self.framework, session_id=self.session_id),
-            expires_in=self.expires_in,
-        )
+    def _file(
+        self,
+        request: ApprovalRequest,
+        request_id: str | None = None,
+        abandoned: threading.Event | None = None,
+    ) -> InboxRequest:
+        """File ``request`` under ``request_id`` (default a new id).
+
+        If filing fails or is interrupted, the id chosen is withdrawn, in case the store
+        stored it. ``abandoned`` is set by a waiter that stopped waiting while this ran
+        in a thread: what was filed is then withdrawn here, after the store answered.
+        """
+        chosen = request_id if request_id is not None else secrets.token_hex(16)
+        try:
+            filed = self.inbox.file(
+                request,
+                requester=Requester.of(
+                    request, framework=self.framework, session_id=self.session_id
+                ),
+                expires_in=self.expires_in,
+                request_id=chosen,
+            )
+        except BaseException:
+            self._withdraw(chosen)
+            raise
         self.filed.append(filed.request_id)
+        if abandoned is not None and abandoned.is_set():
+            self._withdraw(filed.request_id)
+            return filed
         if self.notify is not None:
             try:
                 self.notify(filed)
@@ -164,13 +196,25 @@ class InboxApprover:
             InboxError: the inbox cannot be read or written.
             ConfigurationError: the request cannot be stored.
         """
+        return self._file_once(request)
+
+    def _file_once(
+        self,
+        request: ApprovalRequest,
+        request_id: str | None = None,
+        abandoned: threading.Event | None = None,
+    ) -> InboxRequest:
         earlier = filed_request(
             self.inbox,
             request.action_digest,
             call_id=request.call_id,
             states=_REFILED_NEVER if request.call_id else (InboxState.PENDING,),
         )
-        return earlier if earlier is not None else self._file(request)
+        if earlier is None:
+            return self._file(request, request_id, abandoned)
+        if abandoned is not None and abandoned.is_set():
+            self._withdraw(earlier.request_id)
+        return earlier
 
     def answer(self, action_digest: str) -> tuple[ApprovalRecord, ...] | ApprovalDeclinedError:
         """What a paused run resumes with: the decision on the newest request for
@@ -189,21 +233,34 @@ class InboxApprover:
         """
         return inbox_answer(self.inbox, action_digest)
 
-    def _filing(self, request: ApprovalRequest) -> InboxRequest:
+    def _filing(
+        self,
+        request: ApprovalRequest,
+        request_id: str | None = None,
+        abandoned: threading.Event | None = None,
+    ) -> InboxRequest:
         # With pause=True the guard filed the request before asking (in a framework that
         # cannot pause): wait for that one rather than filing it twice.
-        return self.file(request) if self.pause else self._file(request)
+        if self.pause:
+            return self._file_once(request, request_id, abandoned)
+        return self._file(request, request_id, abandoned)
+
+    def _deadline(self) -> float:
+        """When the agent stops waiting, on its monotonic clock: the store's clock decides
+        expiry, and a wall clock that jumps or runs ahead of the store's must not."""
+        return time.monotonic() + (self.expires_in + _CLOCK_GRACE).total_seconds()
 
     def wait(self, request: ApprovalRequest) -> tuple[ApprovalRecord, ...]:
         """File ``request`` and block this thread until it is decided or expires."""
-        filed = self._filing(request)
+        filed = self._filing(request)  # withdraws what it filed if it is interrupted
+        deadline = self._deadline()
         try:
             while True:
                 current = self.inbox.get(filed.request_id)
                 if current.state is not InboxState.PENDING:
                     break
-                if _overdue(current):
-                    self._withdraw(filed.request_id)
+                if time.monotonic() >= deadline:
+                    current = _after_withdrawal(current, self._withdraw(filed.request_id))
                     break
                 time.sleep(self.poll_interval)
         except BaseException:
@@ -213,26 +270,52 @@ class InboxApprover:
 
     async def wait_async(self, request: ApprovalRequest) -> tuple[ApprovalRecord, ...]:
         """File ``request`` and wait, without blocking the event loop, for its outcome."""
-        filed = await asyncio.to_thread(self._filing, request)
+        request_id = secrets.token_hex(16)
+        abandoned = threading.Event()
+        try:
+            filed = await asyncio.to_thread(self._filing, request, request_id, abandoned)
+        except BaseException:
+            # The filing thread may still be running: it withdraws what it files once it
+            # sees ``abandoned``; this withdraws what it filed already.
+            abandoned.set()
+            await self._withdraw_async(request_id)
+            raise
+        deadline = self._deadline()
         try:
             while True:
                 current = await asyncio.to_thread(self.inbox.get, filed.request_id)
                 if current.state is not InboxState.PENDING:
                     break
-                if _overdue(current):
-                    self._withdraw(filed.request_id)
+                if time.monotonic() >= deadline:
+                    withdrawn = await self._withdraw_async(filed.request_id)
+                    current = _after_withdrawal(current, withdrawn)
                     break
                 await asyncio.sleep(self.poll_interval)
         except BaseException:
-            self._withdraw(filed.request_id)
+            await self._withdraw_async(filed.request_id)
             raise
         return settled(current, request.verdict)
 
-    def _withdraw(self, request_id: str) -> None:
-        # Best effort: the wait is ending with its own error, which must not be masked.
-        with contextlib.suppress(Exception):
-            self.inbox.cancel(request_id)
+    def _withdraw(self, request_id: str) -> InboxRequest | None:
+        """Cancel ``request_id``; the request as it is now, or None when that failed.
+
+        Best effort: the wait is ending with its own error, which must not be masked (a
+        request that was never stored is unknown, which is fine)."""
+        try:
+            return self.inbox.cancel(request_id)
+        except Exception:
+            return None
+
+    async def _withdraw_async(self, request_id: str) -> InboxRequest | None:
+        # In a thread, so the loop runs on while the store answers; shielded, so a second
+        # cancellation of the waiting task does not stop the withdrawal half-way.
+        return await asyncio.shield(asyncio.to_thread(self._withdraw, request_id))
 
 
-def _overdue(current: InboxRequest) -> bool:
-    return datetime.now(timezone.utc) >= current.expires_at + _CLOCK_GRACE
+def _after_withdrawal(pending: InboxRequest, now: InboxRequest | None) -> InboxRequest:
+    """What the agent answers after giving up: a decision that landed before the
+    withdrawal stands; anything else reads as the pending request, which settles as
+    expired."""
+    if now is not None and now.state in (InboxState.APPROVED, InboxState.DENIED):
+        return now
+    return pending

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from jevqueue.policy._approval_request import ApprovalRequest
 
 __all__ = [
+    "CONTROL_CHARACTERS",
     "DEFAULT_EXPIRY",
     "REQUEST_ID_PATTERN",
     "WAIT_MARGIN",
@@ -47,6 +48,9 @@ __all__ = [
     "InboxRequest",
     "InboxState",
     "Requester",
+    "check_text",
+    "stored_or_damaged",
+    "stored_request",
 ]
 
 WAIT_MARGIN = timedelta(minutes=1)
@@ -61,6 +65,27 @@ approval given at the start of the wait is still fresh when the request settles.
 
 REQUEST_ID_PATTERN = re.compile(r"[0-9a-f]{32}")
 """A request id: 128 random bits as lowercase hex, unguessable."""
+
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What no text a requester or a reviewer gives may hold: the C0 and C1 controls (escape
+sequences, line breaks, DEL) and the bidirectional embeddings, overrides and isolates,
+which can rewrite what a reviewer's terminal or page shows around them."""
+
+
+def check_text(value: str, name: str) -> str:
+    """``value``, unless it holds a :data:`CONTROL_CHARACTERS` character.
+
+    Raises:
+        ConfigurationError: it does; the message names the field and the character.
+    """
+    found = CONTROL_CHARACTERS.search(value)
+    if found is not None:
+        raise ConfigurationError(
+            f"{name} holds the control character U+{ord(found.group()):04X} at position "
+            f"{found.start()}: control characters and bidirectional overrides can rewrite "
+            "what a reviewer sees, so they are refused; give plain text"
+        )
+    return value
 
 
 class InboxState(str, Enum):
@@ -93,13 +118,20 @@ def _optional_text(value: Any, name: str) -> str | None:
     if value is None:
         return None
     if type(value) is not str or not value or len(value) > 256:
-        raise ValueError(f"{name} must be a non-empty string of at most 256 characters")
-    return value
+        raise ConfigurationError(
+            f"the requester's {name} must be a non-empty string of at most 256 characters, "
+            f"not {value!r}"
+        )
+    return check_text(value, f"the requester's {name}")
 
 
 @dataclass(frozen=True)
 class Requester:
     """Who asked: the context's actor, and where the request came from.
+
+    Every text field is refused (:class:`~jevqueue.errors.ConfigurationError`, also a
+    ``ValueError``) when it holds a control character or a bidirectional override
+    (:data:`CONTROL_CHARACTERS`): reviewers read these fields.
 
     Attributes:
         actor_id: The execution context's actor; it may never approve its own request.
@@ -121,13 +153,14 @@ class Requester:
 
     def __post_init__(self) -> None:
         if type(self.actor_id) is not str or not self.actor_id.strip():
-            raise ValueError("a requester needs the actor_id of the context that asked")
+            raise ConfigurationError("a requester needs the actor_id of the context that asked")
+        check_text(self.actor_id, "the requester's actor_id")
         for name in ("task_id", "framework", "session_id", "call_id", "host"):
             _optional_text(getattr(self, name), name)
         if self.process_id is not None and (
             type(self.process_id) is not int or self.process_id < 0
         ):
-            raise ValueError("process_id must be a non-negative integer")
+            raise ConfigurationError("the requester's process_id must be a non-negative integer")
 
     @classmethod
     def of(
@@ -162,13 +195,14 @@ class Requester:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Requester:
-        """Read :meth:`to_dict`'s form; unknown or missing fields raise ``ValueError``."""
+        """Read :meth:`to_dict`'s form; unknown, missing or malformed fields raise
+        ``ValueError`` (a :class:`~jevqueue.errors.ConfigurationError`)."""
         if not isinstance(data, Mapping):
-            raise ValueError("the requester is not a JSON object")
+            raise ConfigurationError("the requester is not a JSON object")
         known = set(cls.__dataclass_fields__)
         unknown = sorted(str(key) for key in data if key not in known)
         if unknown:
-            raise ValueError(f"the requester has unknown fields {unknown}")
+            raise ConfigurationError(f"the requester has unknown fields {unknown}")
         return cls(**{name: data[name] for name in known if name in data})
 
     def describe(self) -> str:
@@ -306,7 +340,7 @@ class InboxRequest:
 def stored_request(
     where: str,
     row: Mapping[str, Any],
-    decisions: list[Mapping[str, Any]],
+    decisions: Sequence[Mapping[str, Any]],
     now: datetime,
 ) -> InboxRequest:
     """Check one stored request and its decisions and build the :class:`InboxRequest`.
@@ -323,9 +357,14 @@ def stored_request(
     shown = request_id if isinstance(request_id, str) else ""
 
     def damaged(what: str) -> InboxCorruptionError:
+        remedy = (
+            f"remove it with `jevqueue approvals purge {shown}`"
+            if REQUEST_ID_PATTERN.fullmatch(shown)
+            else "`jevqueue approvals prune` removes it once it is no longer pending"
+        )
         return InboxCorruptionError(
             f"the approval inbox {where} holds a damaged request {shown or '(no id)'}: {what}; "
-            "it is not read as a decision: cancel or delete it and have the agent ask again",
+            f"it is not read as a decision: {remedy}, and have the agent ask again",
             request_id=shown,
         )
 
@@ -378,6 +417,21 @@ def stored_request(
         decided_at=decided_at,
         read_at=now,
     )
+
+
+def stored_or_damaged(
+    where: str,
+    row: Mapping[str, Any],
+    decisions: Sequence[Mapping[str, Any]],
+    now: datetime,
+) -> InboxRequest | InboxCorruptionError:
+    """:func:`stored_request`, with a damaged request returned as its error, not raised:
+    what a store's ``_select`` answers for each row, so that one damaged request never
+    hides the others from a listing."""
+    try:
+        return stored_request(where, row, decisions, now)
+    except InboxCorruptionError as damaged:
+        return damaged
 
 
 def _check_covered(document: Mapping[str, Any], digest: str, damaged: Any) -> None:

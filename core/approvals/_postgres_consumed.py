@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import threading
 from datetime import timedelta
-from typing import Any
 
 from jevqueue.approvals._check import CLOCK_SKEW, DEFAULT_FRESHNESS
-from jevqueue.db._connection import database_url, driver, open_pool, quoted_schema, redacted
-from jevqueue.db._failure_cause import failure_cause
-from jevqueue.db._migrations import DEFAULT_SCHEMA, check_schema
+from jevqueue.db._connection import database_url, quoted_schema, redacted
+from jevqueue.db._migrations import DEFAULT_SCHEMA
+from jevqueue.db._pooled_statements import PooledStatements
 from jevqueue.errors import ConfigurationError, JevRuntimeError
 
 __all__ = ["MINIMUM_RETENTION", "ConsumedApprovalsError", "PostgresConsumedApprovals"]
@@ -93,76 +90,21 @@ class PostgresConsumedApprovals:
         self._consume = f"SELECT {s}.consume_approval(%s, %s)"
         self._contains = f"SELECT 1 FROM {s}.consumed_approvals WHERE approval_id = %s"
         self._prune = f"SELECT {s}.prune_consumed_approvals(%s::interval)"
-        self._psycopg, _ = driver()
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
-        self._pool: Any = None
-        self._abandoned: list[Any] = []
-        self._schema_checked = False
-        self._closed = False
-
-    def _pool_now(self) -> Any:
-        with self._lock:
-            if self._closed:
-                raise ConsumedApprovalsError(
-                    f"the consumed-approval store {self.where} is closed; open a new one"
-                )
-            if self._pool is not None and self._pid != os.getpid():
-                self._abandoned.append(self._pool)  # a forked child keeps off its parent's
-                self._pool = None
-            if self._pool is None:
-                self._pid = os.getpid()
-                self._pool = open_pool(
-                    self.url,
-                    name=f"approvals-{self.schema}",
-                    max_size=self.pool_size,
-                    connect_timeout=self.connect_timeout,
-                    statement_timeout=self.statement_timeout,
-                )
-            return self._pool
-
-    def _run(self, what: str, sql: str, parameters: tuple[Any, ...]) -> Any:
-        """Run one autocommit statement; once more on a fresh connection if it was dead.
-
-        Trying a consumption again is safe: if the first attempt did commit, the second
-        answers "already used" and the approval is refused, which fails closed.
-        """
-        psycopg = self._psycopg
-        for attempt in (1, 2):
-            pool = self._pool_now()
-            try:
-                connection = pool.getconn(timeout=self.connect_timeout)
-            except Exception as error:
-                raise self._failure(f"cannot reach the database to {what}", error) from error
-            try:
-                if not self._schema_checked:
-                    check_schema(connection, self.url, self.schema)
-                    self._schema_checked = True
-                return connection.execute(sql, parameters)
-            except ConfigurationError as error:
-                raise ConsumedApprovalsError(
-                    f"{error}; until then no approval can be used"
-                ) from error
-            except psycopg.OperationalError as error:
-                if attempt == 2 or not (connection.closed or connection.broken):
-                    raise self._failure(f"cannot {what}", error) from error
-                pool.putconn(connection)
-                connection = None
-                try:
-                    pool.check()
-                except Exception as check_error:
-                    raise self._failure(f"cannot {what}", error) from check_error
-            except psycopg.Error as error:
-                raise self._failure(f"cannot {what}", error) from error
-            finally:
-                if connection is not None:
-                    pool.putconn(connection)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _failure(self, what: str, error: BaseException) -> ConsumedApprovalsError:
-        return ConsumedApprovalsError(
-            f"the consumed-approval store {self.where}: {what} ({failure_cause(error)}); "
-            "the approval is not fulfilled"
+        # Trying a consumption again after a dead connection is safe: if the first attempt
+        # did commit, the second answers "already used" and the approval is refused, which
+        # fails closed.
+        self._statements = PooledStatements(
+            self.url,
+            where=self.where,
+            schema=schema,
+            name=f"approvals-{schema}",
+            max_size=pool_size,
+            connect_timeout=connect_timeout,
+            statement_timeout=statement_timeout,
+            error=ConsumedApprovalsError,
+            store="the consumed-approval store",
+            until="no approval can be used",
+            consequence="the approval is not fulfilled",
         )
 
     def consume(self, approval_id: str, action_digest: str) -> bool:
@@ -174,10 +116,10 @@ class PostgresConsumedApprovals:
         """
         if type(approval_id) is not str or type(action_digest) is not str:
             raise ConsumedApprovalsError("approval_id and action_digest must be strings")
-        cursor = self._run(
+        rows = self._statements.run(
             "record the approval as used", self._consume, (approval_id, action_digest)
         )
-        row = cursor.fetchone()
+        row = rows[0] if rows else None
         if row is None or type(row[0]) is not bool:
             raise ConsumedApprovalsError(
                 f"the consumed-approval store {self.where} answered {row!r} instead of true "
@@ -189,8 +131,7 @@ class PostgresConsumedApprovals:
     def __contains__(self, approval_id: object) -> bool:
         if type(approval_id) is not str:
             return False
-        cursor = self._run("look the approval up", self._contains, (approval_id,))
-        return cursor.fetchone() is not None
+        return bool(self._statements.run("look the approval up", self._contains, (approval_id,)))
 
     def prune(self, older_than: timedelta = MINIMUM_RETENTION) -> int:
         """Forget approvals consumed more than ``older_than`` ago; return how many.
@@ -206,14 +147,10 @@ class PostgresConsumedApprovals:
                 f"fresh: keep them at least {MINIMUM_RETENTION} (freshness plus twice the "
                 "clock skew)"
             )
-        cursor = self._run("prune consumed approvals", self._prune, (older_than,))
-        row = cursor.fetchone()
+        rows = self._statements.run("prune consumed approvals", self._prune, (older_than,))
+        row = rows[0] if rows else None
         return 0 if row is None or row[0] is None else int(row[0])
 
     def close(self) -> None:
         """Close the pool; later calls raise :class:`ConsumedApprovalsError`."""
-        with self._lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
-        if pool is not None and self._pid == os.getpid():
-            pool.close()
+        self._statements.close()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import threading
-from datetime import timedelta
+from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 from jevqueue.approvals._inbox import ApprovalInbox
@@ -13,17 +12,34 @@ from jevqueue.approvals._inbox_request import (
     InboxRequest,
     InboxState,
     Requester,
+    stored_or_damaged,
     stored_request,
 )
 from jevqueue.approvals._inbox_rules import refusal
-from jevqueue.db._connection import database_url, driver, open_pool, quoted_schema, redacted
-from jevqueue.db._failure_cause import failure_cause
-from jevqueue.db._migrations import DEFAULT_SCHEMA, check_schema
-from jevqueue.errors import ConfigurationError, InboxError
+from jevqueue.db._connection import database_url, driver, quoted_schema, redacted
+from jevqueue.db._migrations import DEFAULT_SCHEMA
+from jevqueue.db._pooled_statements import PooledStatements
+from jevqueue.errors import (
+    ConfigurationError,
+    InboxCorruptionError,
+    InboxError,
+    UnknownRequestError,
+)
 
 __all__ = ["PostgresApprovalInbox"]
 
 _ALL_STATES = [state.value for state in InboxState]
+_COLUMNS = (
+    "request_id",
+    "action_digest",
+    "tool",
+    "request",
+    "requester",
+    "created_at",
+    "expires_at",
+    "state",
+    "decided_at",
+)
 
 
 class PostgresApprovalInbox(ApprovalInbox):
@@ -35,10 +51,21 @@ class PostgresApprovalInbox(ApprovalInbox):
     are judged one after the other. Times are the database's clock: filing, expiry and
     decisions agree across hosts whose clocks do not.
 
+    Every read is a call of ``read_approval_requests``, which answers a database user the
+    requests it filed itself, and every request only to a user that may ``SELECT`` the
+    table (a reviewer). Filing is idempotent on the request's id, so filing again after a
+    lost answer returns the request filed; only the database user that filed a request may
+    withdraw it; each decision keeps the database user that recorded it
+    (``approval_decisions.decided_by``). :meth:`prune` deletes requests that can no longer
+    change, with their decisions, through ``prune_approval_requests``.
+
     An agent's database user needs ``USAGE`` on the schema, ``SELECT`` on
-    ``approval_requests``, ``approval_decisions`` and ``schema_version``, and ``EXECUTE``
-    on ``file_approval_request`` and ``cancel_approval_request``; a reviewer's the same
-    ``SELECT`` and ``EXECUTE`` on ``decide_approval_request`` (docs/deployment.md).
+    ``schema_version``, and ``EXECUTE`` on ``read_approval_requests``,
+    ``file_approval_request`` and ``cancel_approval_request``; a reviewer's the same
+    ``USAGE``, ``SELECT`` on ``approval_requests``, ``approval_decisions`` and
+    ``schema_version``, and ``EXECUTE`` on ``read_approval_requests`` and
+    ``decide_approval_request``; the pruning job's ``EXECUTE`` on
+    ``prune_approval_requests`` (docs/deployment.md).
 
     Args:
         url: a libpq connection string; default ``$JEVQUEUE_DATABASE_URL``.
@@ -69,33 +96,30 @@ class PostgresApprovalInbox(ApprovalInbox):
             raise ConfigurationError("pool_size must be a positive integer")
         self.schema = schema
         self.where = redacted(self.url)
-        self._statement_timeout = statement_timeout
-        self._connect_timeout = connect_timeout
-        self._pool_size = pool_size
-        self._file = f"SELECT {s}.file_approval_request(%s, %s, %s, %s, %s, %s)"
+        self._file_sql = (
+            f"SELECT * FROM {s}.file_approval_request(%s, %s, %s, %s, %s, %s::interval)"
+        )
         self._cancel_sql = f"SELECT {s}.cancel_approval_request(%s)"
         self._decide_sql = f"SELECT {s}.decide_approval_request(%s, %s, %s, %s, %s)"
-        self._select_sql = (
-            "SELECT r.request_id, r.action_digest, r.tool, r.request, r.requester, "
-            "r.created_at, r.expires_at, r.state, r.decided_at, coalesce(("
-            "  SELECT pg_catalog.json_agg(pg_catalog.json_build_object("
-            "    'reviewer', d.reviewer, 'approve', d.approve, 'reason', d.reason, "
-            "    'decided_at', d.decided_at, 'record', d.record) "
-            "    ORDER BY d.decided_at, d.reviewer) "
-            f"  FROM {s}.approval_decisions AS d WHERE d.request_id = r.request_id"
-            "), '[]'::json), pg_catalog.now() "
-            f"FROM {s}.approval_requests AS r "
-            "WHERE r.request_id >= %s AND r.request_id < %s "
-            "AND (CASE WHEN r.state = 'pending' AND pg_catalog.now() >= r.expires_at "
-            "THEN 'expired' ELSE r.state END) = ANY(%s) "
-            "ORDER BY r.created_at DESC, r.request_id LIMIT %s"
-        )
+        self._prune_sql = f"SELECT {s}.prune_approval_requests(%s::interval)"
+        self._select_sql = f"SELECT * FROM {s}.read_approval_requests(%s, %s, %s, %s)"
         self._psycopg, _ = driver()
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
-        self._pool: Any = None
-        self._schema_checked = False
-        self._closed = False
+        # Every write may be sent twice (after a dead connection) and records nothing twice:
+        # filing the same id again answers the row filed; a decision recorded once answers
+        # ``twice``; a cancelled request stays cancelled.
+        self._statements = PooledStatements(
+            self.url,
+            where=self.where,
+            schema=schema,
+            name=f"inbox-{schema}",
+            max_size=pool_size,
+            connect_timeout=connect_timeout,
+            statement_timeout=statement_timeout,
+            error=InboxError,
+            store="the approval inbox",
+            until="the inbox cannot be used",
+            consequence="look the request up before acting on it",
+        )
 
     # --- the store's four operations ------------------------------------------------------
 
@@ -107,9 +131,9 @@ class PostgresApprovalInbox(ApprovalInbox):
         expires_in: timedelta,
     ) -> InboxRequest:
         jsonb = self._psycopg.types.json.Jsonb
-        self._run(
+        rows = self._statements.run(
             "file the request",
-            self._file,
+            self._file_sql,
             (
                 request_id,
                 document["action_digest"],
@@ -119,41 +143,26 @@ class PostgresApprovalInbox(ApprovalInbox):
                 expires_in,
             ),
         )
-        return self.get(request_id)
+        if len(rows) != 1:
+            raise InboxError(
+                f"the approval inbox {self.where} filed request {request_id} but answered "
+                f"{len(rows)} rows for it (is the schema's file_approval_request function "
+                "damaged? run `jevqueue db migrate`); look the request up before acting on it"
+            )
+        return stored_request(self.where, *_parts(rows[0]))
 
     def _select(
         self, *, prefix: str, states: frozenset[InboxState] | None, limit: int
-    ) -> list[InboxRequest]:
+    ) -> list[InboxRequest | InboxCorruptionError]:
         wanted = _ALL_STATES if states is None else [state.value for state in states]
-        rows = self._run(
+        rows = self._statements.run(
             "read requests", self._select_sql, (prefix, prefix + "g", wanted, limit)
-        ).fetchall()
-        found = []
-        for row in rows:
-            columns = dict(
-                zip(
-                    (
-                        "request_id",
-                        "action_digest",
-                        "tool",
-                        "request",
-                        "requester",
-                        "created_at",
-                        "expires_at",
-                        "state",
-                        "decided_at",
-                    ),
-                    row[:9],
-                    strict=True,
-                )
-            )
-            decisions = row[9] if isinstance(row[9], list) else []
-            found.append(stored_request(self.where, columns, decisions, row[10]))
-        return found
+        )
+        return [stored_or_damaged(self.where, *_parts(row)) for row in rows]
 
     def _decide(self, request_id: str, decision: InboxDecision) -> InboxRequest:
         jsonb = self._psycopg.types.json.Jsonb
-        row = self._run(
+        rows = self._statements.run(
             "record the decision",
             self._decide_sql,
             (
@@ -163,8 +172,8 @@ class PostgresApprovalInbox(ApprovalInbox):
                 decision.reason,
                 None if decision.record is None else jsonb(decision.record.to_dict()),
             ),
-        ).fetchone()
-        code = None if row is None else row[0]
+        )
+        code = rows[0][0] if rows else None
         if code == "recorded":
             return self.get(request_id)
         if code == "unknown":
@@ -186,71 +195,49 @@ class PostgresApprovalInbox(ApprovalInbox):
         )
 
     def _cancel(self, request_id: str) -> InboxRequest:
-        self._run("cancel the request", self._cancel_sql, (request_id,))
+        rows = self._statements.run("cancel the request", self._cancel_sql, (request_id,))
+        code = rows[0][0] if rows else None
+        if code == "unknown":
+            raise UnknownRequestError(
+                f"no approval request {request_id} filed by this database user in the inbox "
+                f"{self.where}: a request is withdrawn only by the database user that filed "
+                "it; cancel it with that user's connection string"
+            )
+        if code not in ("cancelled", "unchanged"):
+            raise InboxError(
+                f"the approval inbox {self.where} answered {code!r} to a cancellation (is the "
+                "schema's cancel_approval_request function damaged? run `jevqueue db "
+                "migrate`); look the request up before acting on it"
+            )
         return self.get(request_id)
 
-    # --- connections ------------------------------------------------------------------------
+    def _prune(self, older_than: timedelta) -> int:
+        """Delete requests no longer pending and filed more than ``older_than`` ago, with
+        their decisions, through the schema's ``prune_approval_requests``; return how many.
 
-    def _pool_now(self) -> Any:
-        with self._lock:
-            if self._closed:
-                raise InboxError(f"the approval inbox {self.where} is closed; open a new one")
-            if self._pool is not None and self._pid != os.getpid():
-                self._pool = None  # a forked child keeps off its parent's connections
-            if self._pool is None:
-                self._pid = os.getpid()
-                self._pool = open_pool(
-                    self.url,
-                    name=f"inbox-{self.schema}",
-                    max_size=self._pool_size,
-                    connect_timeout=self._connect_timeout,
-                    statement_timeout=self._statement_timeout,
-                )
-            return self._pool
-
-    def _run(self, what: str, sql: str, parameters: tuple[Any, ...]) -> Any:
-        """Run one autocommit statement; once more on a fresh connection if it was dead.
-
-        Every write is idempotent or refused the second time (filing the same id again
-        fails on the key; a decision recorded once answers ``twice``), so a retry after a
-        lost answer never records anything twice.
+        Raises:
+            InboxError: the database could not be written (the pruning job's user needs
+                ``EXECUTE`` on ``prune_approval_requests``).
         """
-        psycopg = self._psycopg
-        for attempt in (1, 2):
-            pool = self._pool_now()
-            try:
-                connection = pool.getconn(timeout=self._connect_timeout)
-            except Exception as error:
-                raise self._failure(f"cannot reach the database to {what}", error) from error
-            try:
-                if not self._schema_checked:
-                    check_schema(connection, self.url, self.schema)
-                    self._schema_checked = True
-                return connection.execute(sql, parameters)
-            except ConfigurationError as error:
-                raise InboxError(f"{error}; until then the inbox cannot be used") from error
-            except psycopg.OperationalError as error:
-                if attempt == 2 or not (connection.closed or connection.broken):
-                    raise self._failure(f"cannot {what}", error) from error
-                pool.putconn(connection)
-                connection = None
-            except psycopg.Error as error:
-                raise self._failure(f"cannot {what}", error) from error
-            finally:
-                if connection is not None:
-                    pool.putconn(connection)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _failure(self, what: str, error: BaseException) -> InboxError:
-        return InboxError(
-            f"the approval inbox {self.where}: {what} ({failure_cause(error)}); look the "
-            "request up before acting on it"
-        )
+        rows = self._statements.run("prune requests", self._prune_sql, (older_than,))
+        row = rows[0] if rows else None
+        if row is None or type(row[0]) is not int:
+            raise InboxError(
+                f"the approval inbox {self.where} answered {row!r} to pruning instead of a "
+                "count (is the schema's prune_approval_requests function damaged? run "
+                "`jevqueue db migrate`)"
+            )
+        return row[0]
 
     def close(self) -> None:
         """Close the pool; later calls raise :class:`~jevqueue.errors.InboxError`."""
-        with self._lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
-        if pool is not None and self._pid == os.getpid():
-            pool.close()
+        self._statements.close()
+
+
+def _parts(
+    row: tuple[Any, ...],
+) -> tuple[dict[str, Any], list[Mapping[str, Any]], datetime]:
+    """A row of the read functions (nine columns, the decisions as a JSON array, the
+    database's clock) as :func:`stored_request` takes it."""
+    decisions = row[9] if isinstance(row[9], list) else []
+    return dict(zip(_COLUMNS, row[:9], strict=True)), decisions, row[10]

@@ -32,15 +32,18 @@ receiver can drop a repeat). With a ``secret`` it also carries::
 
     X-Jevqueue-Signature: t=<unix seconds>,v1=<hex>
 
-where ``v1`` is ``HMAC-SHA256(key=secret, message=f"{t}.".encode() + raw_body)`` in
-lowercase hex; the secret is used as its UTF-8 bytes. To verify, a receiver reads the
+where ``v1`` is ``HMAC-SHA256(key=secret, message=f"{t}.{delivery}.".encode() +
+raw_body)`` in lowercase hex, ``delivery`` being the ``X-Jevqueue-Delivery`` header (so
+that a captured post replayed under another delivery id does not verify); the secret is
+used as its UTF-8 bytes. To verify, a receiver reads the
 raw body before parsing it, recomputes ``v1`` with its copy of the secret, compares the
 two in constant time (``hmac.compare_digest``) and refuses a ``t`` more than five
 minutes from its own clock (each retry is signed afresh, so a late retry still
 verifies)::
 
     fields = dict(part.split("=", 1) for part in header.split(","))
-    expected = hmac.new(secret, fields["t"].encode() + b"." + body, "sha256").hexdigest()
+    signed = f"{fields['t']}.{delivery}.".encode() + body
+    expected = hmac.new(secret, signed, "sha256").hexdigest()
     ok = hmac.compare_digest(expected, fields["v1"]) and abs(time.time() - int(fields["t"])) <= 300
 
 Failures: a refused or broken connection, a timeout, HTTP 429 (waiting as long as its
@@ -399,7 +402,7 @@ class Webhook:
             "X-Jevqueue-Delivery": delivery,
         }
         if self._secret is not None:
-            headers[SIGNATURE_HEADER] = _signature(self._secret, int(time.time()), body)
+            headers[SIGNATURE_HEADER] = _signature(self._secret, int(time.time()), delivery, body)
         outgoing = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
             with self._opener.open(outgoing, timeout=self.timeout) as answer:
@@ -468,8 +471,8 @@ def _timed_out(error: BaseException) -> bool:
     return isinstance(error, TimeoutError) or "timed out" in str(error)
 
 
-def _signature(secret: bytes, timestamp: int, body: bytes) -> str:
-    mac = hmac.new(secret, f"{timestamp}.".encode("ascii") + body, hashlib.sha256)
+def _signature(secret: bytes, timestamp: int, delivery: str, body: bytes) -> str:
+    mac = hmac.new(secret, f"{timestamp}.{delivery}.".encode("ascii") + body, hashlib.sha256)
     return f"t={timestamp},v1={mac.hexdigest()}"
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import sqlite3
 import sys
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -27,6 +28,7 @@ from jevqueue.db._connection import DATABASE_URL_VARIABLE, redacted
 from jevqueue.errors import (
     ConfigurationError,
     DecisionRefusedError,
+    InboxCorruptionError,
     InboxError,
     JevError,
     UnknownRequestError,
@@ -52,7 +54,10 @@ def approvals() -> None:
     create it when they file. Exit codes: 0 done, 1 the inbox refused the decision
     (expired or already decided, the requester itself, a second decision, another
     digest), 2 bad input (an unknown id, a prefix matching several ids, an unusable key
-    file) or an inbox that cannot be read.
+    file, a request that is not damaged given to purge) or an inbox that cannot be read.
+
+    A damaged request (one that is not what a store writes) is never read as a decision:
+    `list` and `watch` name it on stderr and go on; `purge ID` removes it.
     """
 
 
@@ -219,10 +224,16 @@ def _reviewer_id(reviewer: str | None) -> str:
 @_STORE
 @_SCHEMA
 def list_requests(every: bool, limit: int, as_json: bool, store: str | None, schema: str) -> None:
-    """List pending requests, newest first: id, tool, who asked, age, expiry."""
+    """List pending requests, newest first: id, tool, who asked, age, expiry.
+
+    A damaged request among them is left out and named on stderr, with how to remove it.
+    """
     with _inbox(store, schema) as inbox:
-        found = inbox.requests(None if every else ("pending",), limit=limit)
+        listing = inbox.listing(None if every else ("pending",), limit=limit)
         where = inbox.where
+    found = list(listing.requests)
+    for damaged in listing.damaged:
+        _echo(_damaged_line(damaged), err=True)
     if as_json:
         click.echo(json.dumps([request.to_dict() for request in found], indent=2))
         return
@@ -346,13 +357,101 @@ def watch(interval: float, as_json: bool, store: str | None, schema: str) -> Non
     with _inbox(store, schema) as inbox:
         try:
             while True:
-                fresh = [r for r in inbox.requests(limit=500) if r.request_id not in seen]
+                listing = inbox.listing(limit=500)
+                for damaged in listing.damaged:
+                    if damaged.request_id not in seen:
+                        seen.add(damaged.request_id)
+                        _echo(_damaged_line(damaged), err=True)
+                fresh = [r for r in listing.requests if r.request_id not in seen]
                 for request in reversed(fresh):  # oldest first, as they arrived
                     seen.add(request.request_id)
                     _print_line(request, as_json)
                 time.sleep(interval)
         except KeyboardInterrupt:
             return
+
+
+# --- keeping the inbox small -------------------------------------------------------------
+
+
+@approvals.command()
+@click.argument("request_id")
+@_STORE
+@_SCHEMA
+def purge(request_id: str, store: str | None, schema: str) -> None:
+    """Remove a damaged request and its decisions (nothing else can be done with one).
+
+    REQUEST_ID is the id `list` names as damaged, or at least its first 4 hex digits. A
+    request that reads correctly is refused: deny it, or let it expire and `prune` it.
+    """
+    with _inbox(store, schema) as inbox:
+        try:
+            found = inbox.find(request_id)
+        except InboxCorruptionError as damaged:
+            if not _REQUEST_ID.fullmatch(damaged.request_id):
+                raise  # a damaged id cannot be named; its message says what removes it
+            inbox.purge(damaged.request_id)
+            removed, where = damaged.request_id, inbox.where
+        else:
+            _fail(
+                f"approval request {found.request_id} is not damaged (it is "
+                f"{found.state.value}), so it was not removed: deny it, or let it expire; "
+                "`jevqueue approvals prune` removes settled requests once they are old",
+                2,
+            )
+    _echo(f"removed the damaged request {removed} and its decisions from {where}")
+
+
+_REQUEST_ID = re.compile(r"[0-9a-f]{32}")
+_AGE = re.compile(r"\s*(\d{1,6})\s*([dh])\s*", re.IGNORECASE)
+
+
+def _age(context: click.Context, parameter: click.Parameter, value: str) -> timedelta:
+    matched = _AGE.fullmatch(value)
+    if matched is None:
+        raise click.BadParameter(
+            f"{value!r} is not an age: give a whole number of days or hours, such as 30d "
+            "or 12h (at least 1h)"
+        )
+    count, unit = int(matched.group(1)), matched.group(2).lower()
+    return timedelta(days=count) if unit == "d" else timedelta(hours=count)
+
+
+@approvals.command()
+@click.option(
+    "--older-than",
+    "older_than",
+    required=True,
+    callback=_age,
+    metavar="AGE",
+    help="Remove settled requests filed longer ago than this: days or hours, e.g. 30d, 12h "
+    "(at least 1h).",
+)
+@_STORE
+@_SCHEMA
+def prune(older_than: timedelta, store: str | None, schema: str) -> None:
+    """Delete requests that are no longer pending (approved, denied, cancelled or expired)
+    and were filed longer ago than --older-than, with their decisions.
+
+    A request holds the exact arguments of the call it asked about, which may be secret:
+    run this on a schedule. A pending request is never deleted, however old.
+    """
+    with _inbox(store, schema) as inbox:
+        removed = inbox.prune(older_than)
+        where = inbox.where
+    _echo(
+        f"removed {removed} request{'' if removed == 1 else 's'} filed more than "
+        f"{_age_text(older_than)} ago and no longer pending from {where}"
+    )
+
+
+def _age_text(age: timedelta) -> str:
+    hours = int(age.total_seconds()) // 3600
+    return f"{hours // 24}d" if hours % 24 == 0 else f"{hours}h"
+
+
+def _damaged_line(damaged: InboxCorruptionError) -> str:
+    return f"Warning: {damaged} (it is left out of this list)"
 
 
 def _print_line(request: InboxRequest, as_json: bool) -> None:

@@ -18,9 +18,11 @@ def failure_cause(error: BaseException, *, grants: bool = True) -> str:
     if grants and getattr(error, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE:
         cause += (
             "; the database user lacks a grant: give it exactly the grants docs/deployment.md "
-            "lists for its role (a worker: USAGE on the schema, SELECT on its tables, EXECUTE "
-            "on append_records, flush_appends, consume_approval, file_approval_request and "
-            "cancel_approval_request; a reviewer: EXECUTE on decide_approval_request; the "
-            "pruning job; an auditor)"
+            "lists for its role (a worker: USAGE on the schema, SELECT on its audit and "
+            "consumed-approval tables and schema_version, EXECUTE on append_records, "
+            "flush_appends, consume_approval, read_approval_requests, file_approval_request "
+            "and cancel_approval_request; a reviewer: SELECT on the inbox's tables, EXECUTE "
+            "on read_approval_requests and decide_approval_request; the pruning job: "
+            "EXECUTE on prune_consumed_approvals and prune_approval_requests; an auditor)"
         )
     return cause

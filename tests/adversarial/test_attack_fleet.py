@@ -614,6 +614,8 @@ def test_a_worker_files_and_a_reviewer_decides_each_only_through_its_functions(
     t = f'"{fleet.schema}".'
     for login, statement in (
         (fleet.worker, f"UPDATE {t}approval_requests SET state = 'approved'"),
+        (fleet.worker, f"SELECT request FROM {t}approval_requests"),  # others' arguments
+        (fleet.worker, f"SELECT {t}prune_approval_requests('0 seconds')"),
         (fleet.worker, f"INSERT INTO {t}approval_decisions SELECT * FROM {t}approval_decisions"),
         (
             fleet.worker,
@@ -804,3 +806,266 @@ def test_who_may_approve_is_read_from_the_filed_request_never_from_the_caller(
             reader.close()
     assert final.state is InboxState.APPROVED
     assert [decision.reviewer for decision in final.decisions] == ["alice", "carol"]
+
+
+# --- the inbox's grants survive default privileges; each login is held to its own ------
+
+
+def test_default_privileges_that_hand_a_worker_every_new_function_do_not_let_it_decide(
+    postgres_server: Any,
+) -> None:
+    """ALTER DEFAULT PRIVILEGES ... TO the worker before migrating gives it nothing of the
+    inbox: the migration takes each such grant back and says so."""
+    import psycopg
+    from jevqueue.approvals import InboxState, PostgresApprovalInbox
+    from jevqueue.db import migrate
+    from jevqueue.errors import InboxError
+
+    url = postgres_server.url
+    suffix = uuid.uuid4().hex[:8]
+    worker, schema = f"fleet_worker_{suffix}", f"t_defaults_{suffix}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {worker} LOGIN")
+        admin.execute(f"ALTER DEFAULT PRIVILEGES GRANT EXECUTE ON FUNCTIONS TO {worker}")
+        admin.execute(f"ALTER DEFAULT PRIVILEGES GRANT ALL ON TABLES TO {worker}")
+    try:
+        report = migrate(url, schema=schema)
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f"ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM {worker}")
+            admin.execute(f"ALTER DEFAULT PRIVILEGES REVOKE ALL ON TABLES FROM {worker}")
+    s = f'"{schema}"'
+    login = url.replace("//postgres@", f"//{worker}@", 1)
+    inbox = PostgresApprovalInbox(login, schema=schema)
+    try:
+        for function in (
+            "read_approval_requests",
+            "file_approval_request",
+            "cancel_approval_request",
+            "decide_approval_request",
+            "prune_approval_requests",
+        ):
+            note = f"revoked EXECUTE on {s}.{function} from {worker} (a default privilege "
+            note += "granted it)"
+            assert note in report.notes, (note, report.notes)
+        for table in ("approval_requests", "approval_decisions"):
+            for privilege in ("SELECT", "INSERT", "UPDATE", "DELETE"):
+                assert f"revoked {privilege} on {s}.{table} from {worker}" in report.notes
+        with psycopg.connect(url, autocommit=True) as admin:  # exactly a worker's grants
+            admin.execute(f"GRANT USAGE ON SCHEMA {s} TO {worker}")
+            admin.execute(
+                f"GRANT EXECUTE ON FUNCTION {s}.read_approval_requests, "
+                f"{s}.file_approval_request, {s}.cancel_approval_request TO {worker}"
+            )
+        filed = inbox.file(_inbox_request())
+        record = ApprovalAuthority(Ed25519PrivateKey.generate(), "alice").issue(filed.action_digest)
+        with pytest.raises(InboxError, match="lacks a grant"):
+            inbox.approve(filed.request_id, record)
+        with psycopg.connect(login, autocommit=True) as connection:
+            for statement in (
+                f"SELECT {s}.decide_approval_request(%s, 'alice', false, 'no', NULL)",
+                f"UPDATE {s}.approval_requests SET state = 'denied' WHERE request_id = %s",
+                f"SELECT request FROM {s}.approval_requests WHERE request_id = %s",
+            ):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    connection.execute(statement, (filed.request_id,))
+        assert inbox.get(filed.request_id).state is InboxState.PENDING
+        assert inbox.get(filed.request_id).decisions == ()
+    finally:
+        inbox.close()
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (worker,),
+            )
+            admin.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
+            admin.execute(f"DROP OWNED BY {worker} CASCADE")
+            admin.execute(f"DROP ROLE {worker}")
+
+
+@pytest.fixture
+def second_worker(fleet: Fleet) -> Iterator[str]:
+    """Another worker's login: a role of its own, with the worker's grants (a member)."""
+    import psycopg
+
+    worker_role = fleet.worker.split("//")[1].split("@")[0]
+    name = f"other_worker_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(fleet.url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {name} LOGIN IN ROLE {worker_role}")
+    yield fleet.url.replace("//postgres@", f"//{name}@", 1)
+    with psycopg.connect(fleet.url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (name,)
+        )
+        admin.execute(f"DROP ROLE {name}")
+
+
+def test_a_worker_reads_and_withdraws_only_the_requests_its_own_login_filed(
+    fleet: Fleet, second_worker: str
+) -> None:
+    import psycopg
+    from jevqueue.approvals import InboxState, PostgresApprovalInbox
+    from jevqueue.errors import UnknownRequestError
+
+    mine = PostgresApprovalInbox(fleet.worker, schema=fleet.schema)
+    other = PostgresApprovalInbox(second_worker, schema=fleet.schema)
+    reviewer = PostgresApprovalInbox(fleet.reviewer, schema=fleet.schema)
+    try:
+        filed = mine.file(_inbox_request())
+        theirs = other.file(_inbox_request())
+        assert [r.request_id for r in other.requests()] == [theirs.request_id]
+        assert [r.request_id for r in mine.requests()] == [filed.request_id]
+        with pytest.raises(UnknownRequestError, match="no approval request"):
+            other.get(filed.request_id)
+        with pytest.raises(UnknownRequestError, match="only by the database user that filed"):
+            other.cancel(filed.request_id)
+        t = f'"{fleet.schema}".'
+        with psycopg.connect(second_worker, autocommit=True) as connection:
+            cancel = f"SELECT {t}cancel_approval_request(%s)"
+            assert connection.execute(cancel, (filed.request_id,)).fetchone() == ("unknown",)
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                connection.execute(f"SELECT request FROM {t}approval_requests")
+        assert mine.get(filed.request_id).state is InboxState.PENDING
+        # reviewers read every request
+        assert {r.request_id for r in reviewer.requests()} == {
+            filed.request_id,
+            theirs.request_id,
+        }
+        assert mine.cancel(filed.request_id).state is InboxState.CANCELLED
+        assert mine.cancel(filed.request_id).state is InboxState.CANCELLED  # stays so
+        assert reviewer.get(theirs.request_id).state is InboxState.PENDING
+    finally:
+        for inbox in (mine, other, reviewer):
+            inbox.close()
+
+
+def test_each_request_and_decision_keeps_the_database_login_that_made_it(fleet: Fleet) -> None:
+    """A reviewer may name anyone; the database user that recorded it is kept beside."""
+    import psycopg
+    from jevqueue.approvals import PostgresApprovalInbox
+
+    worker = PostgresApprovalInbox(fleet.worker, schema=fleet.schema)
+    reviewer = PostgresApprovalInbox(fleet.reviewer, schema=fleet.schema)
+    try:
+        filed = worker.file(_inbox_request(ApprovalQuorum(2)))
+        alice = ApprovalAuthority(Ed25519PrivateKey.generate(), "alice")
+        reviewer.approve(filed.request_id, alice.issue(filed.action_digest))
+    finally:
+        worker.close()
+        reviewer.close()
+    t = f'"{fleet.schema}".'
+    with psycopg.connect(fleet.reviewer, autocommit=True) as connection:
+        assert connection.execute(
+            f"SELECT {t}decide_approval_request(%s, 'carol', false, 'in her name', NULL)",
+            (filed.request_id,),
+        ).fetchone() == ("recorded",)
+    worker_role = fleet.worker.split("//")[1].split("@")[0]
+    reviewer_role = fleet.reviewer.split("//")[1].split("@")[0]
+    with psycopg.connect(fleet.url, autocommit=True) as admin:
+        assert admin.execute(
+            f"SELECT filed_by FROM {t}approval_requests WHERE request_id = %s",
+            (filed.request_id,),
+        ).fetchall() == [(worker_role,)]
+        assert admin.execute(
+            f"SELECT reviewer, approve, decided_by FROM {t}approval_decisions "
+            "WHERE request_id = %s ORDER BY decided_at, reviewer",
+            (filed.request_id,),
+        ).fetchall() == [("alice", True, reviewer_role), ("carol", False, reviewer_role)]
+
+
+def test_filing_again_after_a_lost_answer_returns_the_request_filed(
+    fleet: Fleet, second_worker: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The id is the client's: a second send of the same filing stores nothing more and
+    answers the stored request; the same id with anything else is refused."""
+    import jevqueue.approvals._inbox as inbox_module
+    import psycopg
+    from jevqueue.approvals import PostgresApprovalInbox
+    from jevqueue.errors import InboxError
+
+    request_id = uuid.uuid4().hex
+    monkeypatch.setattr(inbox_module.secrets, "token_hex", lambda _: request_id)
+    worker = PostgresApprovalInbox(fleet.worker, schema=fleet.schema)
+    other = PostgresApprovalInbox(second_worker, schema=fleet.schema)
+    sent: list[str] = []
+    run = worker._statements.run
+
+    def answer_lost(what: str, sql: str, parameters: tuple[Any, ...]) -> list[Any]:
+        sent.append(what)
+        if what == "file the request":
+            run(what, sql, parameters)  # committed; its answer never arrived
+        return run(what, sql, parameters)
+
+    monkeypatch.setattr(worker._statements, "run", answer_lost)
+    try:
+        asked = _inbox_request()
+        filed = worker.file(asked)
+        assert sent == ["file the request"]
+        assert filed.request_id == request_id and filed.decisions == ()
+        assert worker.file(asked).to_dict() == filed.to_dict()
+        with pytest.raises(InboxError, match="already filed under the id"):
+            worker.file(_inbox_request(ApprovalQuorum(2)))  # another request, the same id
+        with pytest.raises(InboxError, match="already filed under the id"):
+            other.file(asked)  # another login, the same id
+    finally:
+        worker.close()
+        other.close()
+    with psycopg.connect(fleet.url, autocommit=True) as admin:
+        rows = admin.execute(
+            f'SELECT request_id, quorums FROM "{fleet.schema}".approval_requests, '
+            "LATERAL (SELECT request -> 'quorums' AS quorums) AS q"
+        ).fetchall()
+    assert rows == [(request_id, [{"count": 1, "group": None, "approvers": None}])]
+
+
+def test_the_pruning_job_deletes_only_old_requests_that_can_no_longer_change(
+    fleet: Fleet,
+) -> None:
+    import psycopg
+    from jevqueue.approvals import InboxState, PostgresApprovalInbox
+    from jevqueue.errors import InboxError
+
+    worker = PostgresApprovalInbox(fleet.worker, schema=fleet.schema)
+    reviewer = PostgresApprovalInbox(fleet.reviewer, schema=fleet.schema)
+    pruner = PostgresApprovalInbox(fleet.pruner, schema=fleet.schema)
+    alice = ApprovalAuthority(Ed25519PrivateKey.generate(), "alice")
+    try:
+        filed = {
+            name: worker.file(_inbox_request())
+            for name in ("approved", "denied", "cancelled", "expired", "pending", "recent")
+        }
+        for name in ("approved", "recent"):
+            reviewer.approve(filed[name].request_id, alice.issue(filed[name].action_digest))
+        reviewer.deny(filed["denied"].request_id, "bob", "not today")
+        worker.cancel(filed["cancelled"].request_id)
+        t = f'"{fleet.schema}".'
+        with psycopg.connect(fleet.url, autocommit=True) as admin:  # filed two days ago
+            admin.execute(
+                f"UPDATE {t}approval_requests SET created_at = created_at - interval '2 days' "
+                "WHERE request_id = ANY (%s)",
+                ([filed[name].request_id for name in filed if name != "recent"],),
+            )
+            admin.execute(
+                f"UPDATE {t}approval_requests SET expires_at = created_at + interval '1 hour' "
+                "WHERE request_id = %s",
+                (filed["expired"].request_id,),
+            )
+        assert reviewer.get(filed["expired"].request_id).state is InboxState.EXPIRED
+        with pytest.raises(InboxError, match="lacks a grant"):
+            worker.prune(timedelta(days=1))  # a worker is not the pruning job
+        with (
+            psycopg.connect(fleet.pruner, autocommit=True) as connection,
+            pytest.raises(psycopg.errors.InvalidParameterValue),
+        ):
+            connection.execute(f"SELECT {t}prune_approval_requests('-1 second')")
+        assert pruner.prune(timedelta(days=1)) == 4
+        assert pruner.prune(timedelta(days=1)) == 0
+        left = {r.request_id for r in reviewer.requests(None)}
+        assert left == {filed["pending"].request_id, filed["recent"].request_id}
+        with psycopg.connect(fleet.url, autocommit=True) as admin:
+            decided = admin.execute(f"SELECT request_id FROM {t}approval_decisions").fetchall()
+        assert decided == [(filed["recent"].request_id,)]
+        assert worker.get(filed["pending"].request_id).state is InboxState.PENDING
+    finally:
+        for inbox in (worker, reviewer, pruner):
+            inbox.close()

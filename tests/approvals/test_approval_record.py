@@ -45,6 +45,7 @@ def test_public_surface_is_pinned() -> None:
         "inbox_answer",
         "Webhook",
         "InboxDecision",
+        "InboxListing",
         "InboxRequest",
         "InboxState",
         "PostgresApprovalInbox",

@@ -460,6 +460,21 @@ def test_an_already_used_member_record_does_not_count(action: Action, now: datet
     assert three.allowed  # alice's used record is skipped; bob and carol make two
 
 
+def test_an_attempt_that_cannot_succeed_burns_none_of_its_fresh_records(
+    action: Action, now: datetime
+) -> None:
+    verdict, people, verifier = _quorum_setup(action, OPS)
+    consumed = MemoryConsumedApprovals()
+    alice, bob = (people[name].issue(action.digest, now=now) for name in ("alice", "bob"))
+    consumed.consume(bob.approval_id, action.digest)  # bob's record was used already
+    options = {"verifier": verifier, "consumed": consumed, "now": now}
+    failed = check_approvals(verdict, action, [alice, bob], **options)  # type: ignore[arg-type]
+    assert not failed.allowed and "needed; have alice" in failed.reasons[-1]
+    assert alice.approval_id not in consumed  # still usable once a second approval comes
+    carol = people["carol"].issue(action.digest, now=now)
+    assert check_approvals(verdict, action, [alice, carol], **options).allowed  # type: ignore[arg-type]
+
+
 def test_a_record_from_the_requester_is_refused(action: Action, now: datetime) -> None:
     actor = action.context.actor_id
     itself = ApprovalAuthority(Ed25519PrivateKey.generate(), actor)

@@ -12,6 +12,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -440,4 +441,189 @@ def test_an_inbox_wait_longer_than_the_pep_s_freshness_is_refused(tmp_path: Path
 def test_impossible_settings_are_configuration_errors(tmp_path: Path) -> None:
     for settings in ({"expires_in": 0}, {"expires_in": timedelta(days=8)}, {"poll_interval": 0}):
         with pytest.raises(ConfigurationError):
+            InboxApprover(tmp_path / "inbox.sqlite3", **settings)  # type: ignore[arg-type]
+
+
+# --- interruptions while filing, withdrawals, and whose clock decides ----------------------------
+
+
+class GatedInbox(SQLiteApprovalInbox):
+    """A real SQLite inbox whose filing and withdrawing can be held at a chosen point, so a
+    test interrupts the agent exactly there."""
+
+    def __init__(self, path: Path, *, hold: str = "", raise_after_insert: bool = False) -> None:
+        super().__init__(path)
+        self.hold = hold  # "insert", "stored" or "cancel": where to wait for release
+        self.raise_after_insert = raise_after_insert
+        self.reached = threading.Event()
+        self.release = threading.Event()
+        self.released_in_time = True
+        self.cancelled: list[InboxRequest] = []
+        self.settled = threading.Event()  # a cancel left the request no longer pending
+
+    def _wait_here(self, where: str) -> None:
+        if self.hold == where:
+            self.reached.set()
+            self.released_in_time = self.release.wait(timeout=30)
+
+    def _insert(self, *arguments: Any) -> InboxRequest:
+        self._wait_here("insert")
+        stored = super()._insert(*arguments)
+        self._wait_here("stored")
+        if self.raise_after_insert:
+            raise KeyboardInterrupt  # Ctrl-C just after the store committed the request
+        return stored
+
+    def _cancel(self, request_id: str) -> InboxRequest:
+        self._wait_here("cancel")
+        current = super()._cancel(request_id)
+        self.cancelled.append(current)
+        if current.state is not InboxState.PENDING:
+            self.settled.set()
+        return current
+
+
+def _pending_request(setup: Setup) -> Any:
+    pending = setup.guard.judge("terminal", {"command": "make deploy"}, "call-1")
+    assert pending.request is not None
+    return pending.request
+
+
+async def _wait_for(event: threading.Event, what: str) -> None:
+    """Wait for a thread's signal without blocking the loop, with a deadline."""
+    assert await asyncio.to_thread(event.wait, 30), f"{what} never happened"
+
+
+@pytest.mark.parametrize("hold", ["insert", "stored"])
+def test_a_wait_cancelled_while_filing_leaves_no_pending_request(
+    setup: Setup, tmp_path: Path, hold: str
+) -> None:
+    """Cancelled before the store has the request, or after it stored it but before the
+    agent heard back: either way the request ends withdrawn, never pending."""
+    inbox = GatedInbox(tmp_path / "gated.sqlite3", hold=hold)
+    approver = InboxApprover(inbox, poll_interval=0.05)
+    request = _pending_request(setup)
+
+    async def scenario() -> None:
+        waiting = asyncio.create_task(approver.wait_async(request))
+        await _wait_for(inbox.reached, "filing")
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(waiting, timeout=30)
+        inbox.release.set()  # the filing thread goes on and stores the request now
+        await _wait_for(inbox.settled, "the withdrawal")
+
+    asyncio.run(scenario())
+    assert inbox.released_in_time
+    (stored,) = inbox.requests(None)
+    assert stored.state is InboxState.CANCELLED and stored.request_id in approver.filed
+    assert inbox.requests() == []
+
+
+def test_an_interrupt_just_after_filing_withdraws_the_request(setup: Setup, tmp_path: Path) -> None:
+    inbox = GatedInbox(tmp_path / "gated.sqlite3", raise_after_insert=True)
+    request = _pending_request(setup)
+    with pytest.raises(KeyboardInterrupt):
+        InboxApprover(inbox, poll_interval=0.05).wait(request)
+    (stored,) = inbox.requests(None)
+    assert stored.state is InboxState.CANCELLED
+    # the pausing path files through file(): the same
+    pausing = InboxApprover(inbox, poll_interval=0.05, pause=True)
+    with pytest.raises(KeyboardInterrupt):
+        pausing.file(_pending_request(setup))
+    assert [r.state for r in inbox.requests(None)] == [InboxState.CANCELLED] * 2
+
+
+def test_the_async_withdrawal_runs_off_the_event_loop(setup: Setup, tmp_path: Path) -> None:
+    """The withdrawal is held inside the store until the loop itself releases it: were it
+    run on the loop's thread, the loop could not release it and the store would wait out
+    its 30 s instead."""
+    inbox = GatedInbox(tmp_path / "gated.sqlite3", hold="cancel")
+    approver = InboxApprover(inbox, poll_interval=0.05)
+    request = _pending_request(setup)
+
+    async def scenario() -> None:
+        waiting = asyncio.create_task(approver.wait_async(request))
+        deadline = time.monotonic() + 30
+        while not inbox.requests() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        waiting.cancel()
+        await _wait_for(inbox.reached, "the withdrawal")
+        inbox.release.set()  # from the loop, while the withdrawal waits in the store
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(waiting, timeout=30)
+
+    asyncio.run(scenario())
+    assert inbox.released_in_time, "the withdrawal blocked the event loop"
+    (stored,) = inbox.requests(None)
+    assert stored.state is InboxState.CANCELLED
+
+
+class StoreClockBehind(SQLiteApprovalInbox):
+    """Reads every request with its times two hours earlier, as a store whose clock runs
+    two hours behind the agent's would: still pending by the store's clock."""
+
+    def _select(self, **query: Any) -> Any:
+        behind = timedelta(hours=2)
+        return [
+            replace(each, created_at=each.created_at - behind, expires_at=each.expires_at - behind)
+            if isinstance(each, InboxRequest)
+            else each
+            for each in super()._select(**query)
+        ]
+
+
+def test_the_agent_s_wall_clock_does_not_decide_expiry(setup: Setup, tmp_path: Path) -> None:
+    inbox = StoreClockBehind(tmp_path / "behind.sqlite3")
+    approver = InboxApprover(inbox, poll_interval=0.05)
+    request = _pending_request(setup)
+    outcome: list[Any] = []
+    thread = threading.Thread(target=lambda: outcome.append(approver.wait(request)))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not inbox.requests() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    (filed,) = inbox.requests()
+    inbox.approve(filed.request_id, _authority(setup, "alice").issue(filed.action_digest))
+    thread.join(timeout=30)
+    assert not thread.is_alive() and len(outcome) == 1
+    assert [record.approver_id for record in outcome[0]] == ["alice"]
+
+
+class StoreThatNeverExpires(SQLiteApprovalInbox):
+    """Files every request for an hour, whatever the agent asked: a store whose clock
+    runs far behind."""
+
+    def _insert(self, request_id: str, document: Any, requester: Any, _: Any) -> InboxRequest:
+        return super()._insert(request_id, document, requester, timedelta(hours=1))
+
+
+def test_the_agent_stops_waiting_by_its_own_clock_and_withdraws(
+    setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jevqueue.approvals._inbox_approver as module
+
+    monkeypatch.setattr(module, "_CLOCK_GRACE", timedelta(seconds=0.2))
+    inbox = StoreThatNeverExpires(tmp_path / "slow.sqlite3")
+    approver = InboxApprover(inbox, poll_interval=0.05, expires_in=0.3)
+    outcome: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            approver.wait(_pending_request(setup))
+        except BaseException as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "the agent waited on the store's clock"
+    assert len(outcome) == 1 and isinstance(outcome[0], ApprovalExpiredError)
+    (stored,) = inbox.requests(None)
+    assert stored.state is InboxState.CANCELLED  # withdrawn: nobody approves it now
+
+
+def test_requester_text_with_control_characters_is_refused_up_front(tmp_path: Path) -> None:
+    for settings in ({"session_id": "run\x1b[2K"}, {"framework": "lang\u202egraph"}):
+        with pytest.raises(ConfigurationError, match="control character"):
             InboxApprover(tmp_path / "inbox.sqlite3", **settings)  # type: ignore[arg-type]

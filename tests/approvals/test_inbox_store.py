@@ -7,8 +7,11 @@ races run in real processes, each with its own connection.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import queue
 import sqlite3
+import stat
 import subprocess
 import sys
 import textwrap
@@ -16,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -34,6 +37,7 @@ from jevqueue.errors import (
     DigestMismatchError,
     DuplicateDecisionError,
     InboxCorruptionError,
+    InboxError,
     NotAnApproverError,
     RequestClosedError,
     SelfApprovalError,
@@ -376,8 +380,230 @@ def test_a_damaged_row_reads_as_a_typed_error(store: Store, statement: str, comp
         inbox.get(filed.request_id)
     assert damaged.value.request_id == filed.request_id
     assert "not read as a decision" in str(damaged.value)
-    with pytest.raises(InboxCorruptionError):
-        inbox.requests()
+    with pytest.raises(InboxCorruptionError, match=complaint):
+        inbox.find(filed.request_id[:8])
+    with pytest.raises(InboxCorruptionError, match=complaint):
+        inbox.approve(filed.request_id, BOB.issue(filed.action_digest))
+
+
+SQLITE_ONLY = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+"""Purging a damaged request from the library: the PostgreSQL store leaves that to the
+schema's owner (docs/deployment.md), and says so."""
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _backdate(store: Store, request_id: str, created: str, expires: str) -> None:
+    store.corrupt(
+        f"UPDATE {{t}}approval_requests SET created_at = '{created}', expires_at = '{expires}' "
+        "WHERE request_id = ?",
+        request_id,
+    )
+
+
+def test_a_damaged_request_is_left_out_of_listings_and_named(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    inbox = store.open()
+    older, damaged, newer = (inbox.file(_request(f"make {n}")) for n in ("a", "b", "c"))
+    store.corrupt(
+        "UPDATE {t}approval_requests SET requester = '[]' WHERE request_id = ?",
+        damaged.request_id,
+    )
+    with caplog.at_level(logging.WARNING, logger="jevqueue.approvals"):
+        listed = inbox.requests()
+        assert [r.request_id for r in listed] == [newer.request_id, older.request_id]
+        assert len(inbox.requests(None)) == 2  # every state: still only the readable ones
+    warnings = [r.getMessage() for r in caplog.records if r.name == "jevqueue.approvals"]
+    assert len(warnings) == 1  # one warning per damaged request, however often it is read
+    assert damaged.request_id in warnings[0]
+    assert f"jevqueue approvals purge {damaged.request_id}" in warnings[0]
+    listing = inbox.listing()
+    assert [r.request_id for r in listing.requests] == [newer.request_id, older.request_id]
+    assert [error.request_id for error in listing.damaged] == [damaged.request_id]
+    assert "requester is not a JSON object" in str(listing.damaged[0])
+    # an agent waiting on it, or a reviewer opening it, is told it is damaged
+    with pytest.raises(InboxCorruptionError, match="requester is not a JSON object"):
+        inbox.get(damaged.request_id)
+
+
+@SQLITE_ONLY
+def test_purge_removes_a_damaged_request_and_nothing_readable(store: Store) -> None:
+    inbox = store.open()
+    readable = inbox.file(_request("make a"))
+    damaged = inbox.file(_request("make b", quorum=TWO))
+    inbox.approve(damaged.request_id, ALICE.issue(damaged.action_digest))
+    store.corrupt(
+        "UPDATE {t}approval_decisions SET reviewer = 'mallory' WHERE request_id = ?",
+        damaged.request_id,
+    )
+    with pytest.raises(ConfigurationError, match="is not damaged"):
+        inbox.purge(readable.request_id)
+    assert inbox.get(readable.request_id).state is InboxState.PENDING
+    with pytest.raises(UnknownRequestError):
+        inbox.purge("0" * 32)
+    inbox.purge(damaged.request_id)
+    with pytest.raises(UnknownRequestError):
+        inbox.get(damaged.request_id)
+    assert inbox.listing(None).damaged == ()
+    assert [r.request_id for r in inbox.requests(None)] == [readable.request_id]
+
+
+def test_prune_deletes_old_settled_requests_and_keeps_pending_and_recent_ones(
+    store: Store,
+) -> None:
+    inbox = store.open()
+    approved, denied, cancelled, expired, waiting, recent = (
+        inbox.file(_request(f"make {n}")) for n in range(6)
+    )
+    inbox.approve(approved.request_id, ALICE.issue(approved.action_digest))
+    inbox.deny(denied.request_id, "bob", "no")
+    inbox.cancel(cancelled.request_id)
+    inbox.deny(recent.request_id, "bob", "not yet")
+    long_ago, soon_after = "2001-01-01T00:00:00.000000Z", "2001-01-01T00:04:00.000000Z"
+    for old in (approved, denied, cancelled, expired):
+        _backdate(store, old.request_id, long_ago, soon_after)
+    # filed two hours ago and pending for another hour: still pending, so kept
+    now = datetime.now(timezone.utc)
+    _backdate(
+        store,
+        waiting.request_id,
+        _stamp(now - timedelta(hours=2)),
+        _stamp(now + timedelta(hours=1)),
+    )
+    assert inbox.get(expired.request_id).state is InboxState.EXPIRED
+    with pytest.raises(ConfigurationError, match="at least 1:00:00"):
+        inbox.prune(timedelta(minutes=59))
+    assert inbox.prune(timedelta(days=30)) == 4
+    for gone in (approved, denied, cancelled, expired):
+        with pytest.raises(UnknownRequestError):
+            inbox.get(gone.request_id)
+    assert inbox.get(waiting.request_id).state is InboxState.PENDING
+    assert inbox.get(recent.request_id).state is InboxState.DENIED
+    assert inbox.prune(timedelta(hours=1)) == 0  # the recent one was filed a moment ago
+
+
+def test_prune_refuses_a_retention_under_an_hour(tmp_path: Path) -> None:
+    inbox = SQLiteApprovalInbox(tmp_path / "inbox.sqlite3")
+    for short in (timedelta(0), timedelta(minutes=59, seconds=59), 3600):
+        with pytest.raises(ConfigurationError, match="keep settled requests at least"):
+            inbox.prune(short)  # type: ignore[arg-type]
+
+
+def test_pruning_sqlite_deletes_the_decisions_too(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    inbox = SQLiteApprovalInbox(path)
+    filed = inbox.file(_request())
+    inbox.approve(filed.request_id, ALICE.issue(filed.action_digest))
+    with sqlite3.connect(path) as connection:
+        connection.execute(
+            "UPDATE approval_requests SET created_at = '2001-01-01T00:00:00.000000Z', "
+            "expires_at = '2001-01-01T00:04:00.000000Z'"
+        )
+    connection.close()
+    assert inbox.prune(timedelta(days=1)) == 1
+    with sqlite3.connect(path) as connection:
+        left = connection.execute("SELECT count(*) FROM approval_decisions").fetchone()[0]
+    connection.close()
+    assert left == 0
+
+
+def test_a_new_sqlite_inbox_is_readable_by_its_owner_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    previous = os.umask(0o022)
+    try:
+        path = tmp_path / "state" / "inbox.sqlite3"
+        inbox = SQLiteApprovalInbox(path)
+        inbox.file(_request())  # the write-ahead log and its index now exist
+        for each in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            assert each.exists(), each
+            assert stat.S_IMODE(each.stat().st_mode) == 0o600, each
+        inbox.close()
+        shared = tmp_path / "shared.sqlite3"
+        shared.touch()
+        shared.chmod(0o660)  # an operator's group-shared inbox keeps its mode
+        SQLiteApprovalInbox(shared).file(_request())
+        assert stat.S_IMODE(shared.stat().st_mode) == 0o660
+    finally:
+        os.umask(previous)
+
+
+def test_a_listing_reads_by_state_with_a_limit_in_two_statements(tmp_path: Path) -> None:
+    inbox = SQLiteApprovalInbox(tmp_path / "inbox.sqlite3")
+    filed = [inbox.file(_request(f"make {n}", quorum=TWO)) for n in range(12)]
+    for request in filed[::2]:  # every other one denied
+        inbox.approve(request.request_id, ALICE.issue(request.action_digest))
+        inbox.deny(request.request_id, "bob", "no")
+    inbox.approve(filed[1].request_id, ALICE.issue(filed[1].action_digest))
+    statements: list[str] = []
+    inbox._connection.set_trace_callback(statements.append)
+    pending = inbox.requests(limit=3)
+    inbox._connection.set_trace_callback(None)
+    assert [r.request_id for r in pending] == [f.request_id for f in filed[11:6:-2]]
+    reads = [each for each in statements if each.lstrip().upper().startswith("SELECT")]
+    assert len(reads) == 2, statements  # the requests, then all their decisions at once
+    denied = inbox.requests(["denied"], limit=2)
+    assert [r.request_id for r in denied] == [filed[10].request_id, filed[8].request_id]
+    assert all(len(r.decisions) == 2 for r in denied)
+    (one,) = [r for r in inbox.requests(limit=100) if r.request_id == filed[1].request_id]
+    assert [d.reviewer for d in one.decisions] == ["alice"]
+    with sqlite3.connect(tmp_path / "inbox.sqlite3") as connection:
+        plan = " ".join(
+            str(row)
+            for row in connection.execute(
+                "EXPLAIN QUERY PLAN SELECT request_id FROM approval_requests "
+                "WHERE state IN ('denied') ORDER BY created_at DESC LIMIT 2"
+            )
+        )
+    connection.close()
+    assert "approval_requests_state_created_at" in plan
+    with pytest.raises(ConfigurationError, match="not a request state"):
+        inbox.requests(["bogus"])
+
+
+def test_a_request_can_be_filed_under_an_id_its_filer_chose(store: Store) -> None:
+    inbox = store.open()
+    chosen = "0123456789abcdef" * 2
+    filed = inbox.file(_request(), request_id=chosen)
+    assert filed.request_id == chosen and inbox.get(chosen).state is InboxState.PENDING
+    for malformed in ("ABCDEF" * 6, "0123", 42, "g" * 32):
+        with pytest.raises(ConfigurationError, match="is not a request id"):
+            inbox.file(_request(), request_id=malformed)  # type: ignore[arg-type]
+
+
+def test_filing_sqlite_under_an_id_already_filed_is_refused(tmp_path: Path) -> None:
+    inbox = SQLiteApprovalInbox(tmp_path / "inbox.sqlite3")
+    first = inbox.file(_request("make one"))
+    with pytest.raises(InboxError, match="could not file the request"):
+        inbox.file(_request("make two"), request_id=first.request_id)
+    assert inbox.get(first.request_id).request["arguments"]["CommandLine"] == "make one"
+
+
+@pytest.mark.parametrize(
+    "field", ["task_id", "framework", "session_id", "call_id", "host", "actor_id"]
+)
+@pytest.mark.parametrize("character", ["\x1b", "\x9b", "\u202e", "\u2066", "\n", "\x00"])
+def test_a_requester_with_control_characters_is_refused(field: str, character: str) -> None:
+    fields = {"actor_id": "coding-agent", field: f"run{character}1"}
+    with pytest.raises(ConfigurationError, match="control character"):
+        Requester(**fields)  # type: ignore[arg-type]
+
+
+def test_decision_reasons_with_control_characters_are_refused(store: Store) -> None:
+    inbox = store.open()
+    filed = inbox.file(_request())
+    for hostile in ("no\x1b[2J", "no \u202e thanks", "no\x9b1A", "\u2069no"):
+        with pytest.raises(ConfigurationError, match="control character"):
+            inbox.deny(filed.request_id, "bob", hostile)
+        with pytest.raises(ConfigurationError, match="control character"):
+            inbox.approve(filed.request_id, ALICE.issue(filed.action_digest), reason=hostile)
+    assert inbox.get(filed.request_id).decisions == ()
+    # line breaks and tabs are folded into spaces, as before
+    denied = inbox.deny(filed.request_id, "bob", "not\non\tFriday")
+    assert denied.denial is not None and denied.denial.reason == "not on Friday"
 
 
 def test_a_reader_never_sees_a_request_half_decided(store: Store) -> None:

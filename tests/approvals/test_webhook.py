@@ -262,12 +262,11 @@ def test_a_slack_body_carries_the_arguments_escaped_when_asked(
 # --- the signature --------------------------------------------------------------------------------
 
 
-def _verifies(secret: str, header: str, body: bytes) -> bool:
-    """The receiver's recipe, as documented: t and v1, HMAC-SHA256 of "t." + body."""
+def _verifies(secret: str, header: str, body: bytes, delivery: str) -> bool:
+    """The receiver's recipe, as documented: t and v1, HMAC-SHA256 of "t.delivery." + body."""
     fields = dict(part.split("=", 1) for part in header.split(","))
-    expected = hmac.new(
-        secret.encode(), fields["t"].encode() + b"." + body, hashlib.sha256
-    ).hexdigest()
+    signed = f"{fields['t']}.{delivery}.".encode() + body
+    expected = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
     fresh = abs(time.time() - int(fields["t"])) <= 300
     return hmac.compare_digest(expected, fields["v1"]) and fresh
 
@@ -279,10 +278,12 @@ def test_a_signed_delivery_verifies_with_the_documented_recipe(
     Webhook(receiver.url, secret=SECRET, backoff=0.01, timeout=PATIENT).deliver(filed)
     first, second = receiver.wait_for(2)
     for post in (first, second):
-        header = post.headers["X-Jevqueue-Signature"]
-        assert _verifies(SECRET, header, post.body)
-        assert not _verifies("another secret of 32 characters", header, post.body)
-        assert not _verifies(SECRET, header, post.body.replace(b"run_command", b"run_commanD"))
+        header, delivery = post.headers["X-Jevqueue-Signature"], post.headers["X-Jevqueue-Delivery"]
+        assert _verifies(SECRET, header, post.body, delivery)
+        assert not _verifies("another secret of 32 characters", header, post.body, delivery)
+        changed = post.body.replace(b"run_command", b"run_commanD")
+        assert not _verifies(SECRET, header, changed, delivery)
+        assert not _verifies(SECRET, header, post.body, "another-delivery-id")  # a replay
     assert first.headers["X-Jevqueue-Delivery"] == second.headers["X-Jevqueue-Delivery"]
 
 

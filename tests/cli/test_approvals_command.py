@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -27,7 +28,9 @@ from jevqueue.approvals import (
     load_public_key,
 )
 from jevqueue.cli import main
+from jevqueue.errors import ConfigurationError
 from jevqueue.policy import Action, ApprovalQuorum, ApprovalRequest, Verdict, generic_registry
+from jevqueue.policy._canonical import canonical_json
 
 CONTEXT = {
     "task_id": "task-42",
@@ -285,32 +288,78 @@ HOSTILE = ("\x1b[2J", "\x9b", "\u202e")  # clear the screen, a C1 CSI, right-to-
 RAW = ("\x1b", "\x9b", "\u202e")
 
 
+HOSTILE_TOOL = "run\x1b[2K\x1b[1A\u202e"  # erase the line above, move up, reverse
+SHOWN_TOOL = "run\\x1b[2K\\x1b[1A\\u202e"
+
+
 def _hostile(store: SQLiteApprovalInbox) -> Any:
+    """A request whose arguments, policy reason and tool name hold escape sequences.
+
+    Filing refuses control characters in what the requester says about itself, and no
+    registry names a tool so; the tool is written here as a writer going around the
+    store would write it, consistently, digest recomputed, so that it reads back."""
     asked = _request("echo " + " ".join(HOSTILE), reason="deploys " + " ".join(HOSTILE))
-    session = "run\x1b[2K\x1b[1A\u202e"  # erase the line above, move up, reverse
-    return store.file(asked, requester=Requester.of(asked, session_id=session))
+    filed = store.file(asked)
+    document = dict(filed.request)
+    covered = {**document["digest_document"], "tool": HOSTILE_TOOL}
+    digest = "sha256:" + hashlib.sha256(canonical_json(covered)).hexdigest()
+    document.update(tool=HOSTILE_TOOL, digest_document=covered, action_digest=digest)
+    with sqlite3.connect(store.path) as connection:
+        connection.execute(
+            "UPDATE approval_requests SET tool = ?, action_digest = ?, request = ? "
+            "WHERE request_id = ?",
+            (HOSTILE_TOOL, digest, json.dumps(document), filed.request_id),
+        )
+    connection.close()
+    return store.get(filed.request_id)
 
 
 def test_text_from_the_inbox_is_printed_escaped_and_json_stays_exact(
     store: SQLiteApprovalInbox,
 ) -> None:
     filed = _hostile(store)
-    store.deny(store.file(_request("ls")).request_id, "bob", "no \u202e\x1b[1A thanks")
+    assert filed.tool == HOSTILE_TOOL
+    denied = store.file(_request("ls"))
+    store.deny(denied.request_id, "bob", "no thanks")
+    with sqlite3.connect(store.path) as connection:  # a reason written around the store
+        connection.execute(
+            "UPDATE approval_decisions SET reason = ? WHERE request_id = ?",
+            ("no \u202e\x1b[1A thanks", denied.request_id),
+        )
+    connection.close()
     for arguments in (["list"], ["list", "--all"], ["show", filed.request_id]):
         result = cli(store, *arguments)
         assert result.exit_code == 0, result.output
         for raw in RAW:
             assert raw not in result.output, (arguments, raw)
-        assert "run\\x1b[2K\\x1b[1A\\u202e" in result.output, arguments  # visibly there
+        assert SHOWN_TOOL in result.output, arguments  # visibly there
     shown = cli(store, "show", filed.request_id).output
     assert "deploys \\x1b[2J \\x9b \\u202e" in shown  # the policy's reason
-    (denied,) = store.requests(["denied"])
     assert "no \\u202e\\x1b[1A thanks" in cli(store, "show", denied.request_id).output
     exact = json.loads(cli(store, "show", filed.request_id, "--json").output)
     assert exact["request"]["arguments"]["CommandLine"] == "echo " + " ".join(HOSTILE)
     assert exact["request"]["reasons"] == ["deploys " + " ".join(HOSTILE)]
+    assert exact["tool"] == HOSTILE_TOOL
     for raw in RAW:  # JSON escapes them itself
         assert raw not in cli(store, "list", "--all", "--json").output
+
+
+def test_control_characters_are_refused_where_they_come_in(
+    store: SQLiteApprovalInbox, key: Path
+) -> None:
+    asked = _request()
+    with pytest.raises(ConfigurationError, match="control character U\\+001B"):
+        store.file(asked, requester=Requester.of(asked, session_id="run\x1b[2K"))
+    filed = store.file(asked)
+    hostile = cli(store, "deny", filed.request_id, "--reviewer", "bob", "--reason", "no\u202e")
+    assert hostile.exit_code == 2 and "control character U+202E" in hostile.output
+    approving = cli(
+        store,
+        *("approve", filed.request_id, "--key", str(key), "--reviewer", "alice"),
+        *("--reason", "ok\x9b"),
+    )
+    assert approving.exit_code == 2 and "control character U+009B" in approving.output
+    assert store.get(filed.request_id).decisions == ()
 
 
 def test_watch_prints_escaped_text(store: SQLiteApprovalInbox) -> None:
@@ -321,9 +370,100 @@ def test_watch_prints_escaped_text(store: SQLiteApprovalInbox) -> None:
     finally:
         watcher.terminate()
         watcher.wait(timeout=30)
-    assert line.startswith(filed.request_id) and "run\\x1b[2K\\x1b[1A\\u202e" in line
+    assert line.startswith(filed.request_id) and SHOWN_TOOL in line
     for raw in RAW:
         assert raw not in line
+
+
+# --- damaged requests, purge and prune ------------------------------------------------------------
+
+
+def _damage(store: SQLiteApprovalInbox, request_id: str) -> None:
+    with sqlite3.connect(store.path) as connection:
+        connection.execute(
+            "UPDATE approval_requests SET requester = '[]' WHERE request_id = ?", (request_id,)
+        )
+    connection.close()
+
+
+def test_list_names_a_damaged_request_and_lists_the_others(store: SQLiteApprovalInbox) -> None:
+    readable = store.file(_request("make one"))
+    damaged = store.file(_request("make two"))
+    _damage(store, damaged.request_id)
+    for arguments in (["list"], ["list", "--all"], ["list", "--json"]):
+        listed = CliRunner().invoke(
+            main, ["approvals", *arguments, "--store", str(store.path)], catch_exceptions=False
+        )
+        assert listed.exit_code == 0, listed.output
+        assert readable.request_id[:12] in listed.stdout
+        assert damaged.request_id not in listed.stdout  # stdout holds the readable ones
+        assert f"holds a damaged request {damaged.request_id}" in listed.stderr
+        assert "it is left out of this list" in listed.stderr
+        assert f"jevqueue approvals purge {damaged.request_id}" in listed.stderr
+    assert json.loads(cli(store, "list", "--json").stdout)[0]["request_id"] == (readable.request_id)
+    shown = cli(store, "show", damaged.request_id[:8])
+    assert shown.exit_code == 2 and "requester is not a JSON object" in shown.output
+
+
+def test_purge_removes_a_damaged_request_and_refuses_a_readable_one(
+    store: SQLiteApprovalInbox,
+) -> None:
+    readable = store.file(_request("make one"))
+    damaged = store.file(_request("make two"))
+    _damage(store, damaged.request_id)
+    refused = cli(store, "purge", readable.request_id[:8])
+    assert refused.exit_code == 2 and "is not damaged" in refused.output
+    assert "let it expire" in refused.output
+    unknown = cli(store, "purge", "0" * 32)
+    assert unknown.exit_code == 2 and "no approval request" in unknown.output
+    done = cli(store, "purge", damaged.request_id[:8])
+    assert done.exit_code == 0, done.output
+    assert f"removed the damaged request {damaged.request_id}" in done.output
+    listed = cli(store, "list", "--all")
+    assert "damaged" not in listed.output and readable.request_id[:12] in listed.output
+    assert cli(store, "purge", damaged.request_id).exit_code == 2  # gone
+
+
+def test_prune_removes_old_settled_requests(store: SQLiteApprovalInbox) -> None:
+    old = store.file(_request("make old"))
+    store.deny(old.request_id, "bob", "no")
+    waiting = store.file(_request("make waiting"))
+    recent = store.file(_request("make recent"))
+    store.deny(recent.request_id, "bob", "no")
+    with sqlite3.connect(store.path) as connection:
+        connection.execute(
+            "UPDATE approval_requests SET created_at = '2001-01-01T00:00:00.000000Z' "
+            "WHERE request_id IN (?, ?)",
+            (old.request_id, waiting.request_id),
+        )
+    connection.close()
+    pruned = cli(store, "prune", "--older-than", "30d")
+    assert pruned.exit_code == 0, pruned.output
+    assert "removed 1 request filed more than 30d ago" in pruned.output
+    kept = {request.request_id for request in store.requests(None)}
+    assert kept == {waiting.request_id, recent.request_id}
+    assert "removed 0 requests" in cli(store, "prune", "--older-than", "1H").output
+
+
+@pytest.mark.parametrize(
+    ("age", "complaint"),
+    [
+        ("30", "give a whole number of days or hours"),
+        ("30m", "give a whole number of days or hours"),
+        ("1.5d", "give a whole number of days or hours"),
+        ("0h", "keep settled requests at least 1:00:00"),
+    ],
+)
+def test_prune_refuses_an_age_it_cannot_read_or_too_short(
+    store: SQLiteApprovalInbox, age: str, complaint: str
+) -> None:
+    store.deny(store.file(_request()).request_id, "bob", "no")
+    result = cli(store, "prune", "--older-than", age)
+    assert result.exit_code == 2 and complaint in result.output, result.output
+    assert "Traceback" not in result.output
+    assert len(store.requests(None)) == 1
+    missing = cli(store, "prune")
+    assert missing.exit_code == 2 and "--older-than" in missing.output
 
 
 # --- which inbox --------------------------------------------------------------------------------

@@ -152,7 +152,7 @@ def test_the_core_does_not_import_the_driver_until_a_backend_is_used() -> None:
     assert 'pip install "jevqueue[postgres]"' in done.stdout
 
 
-# --- who may write: only the owner's functions ------------------------------------------
+# --- who may write (and read the inbox): only the owner's functions ------------------
 
 WRITE_FUNCTIONS = {
     "append_records",
@@ -162,6 +162,8 @@ WRITE_FUNCTIONS = {
     "file_approval_request",
     "cancel_approval_request",
     "decide_approval_request",
+    "read_approval_requests",
+    "prune_approval_requests",
 }
 
 
