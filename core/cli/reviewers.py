@@ -115,6 +115,45 @@ def _key_as_written(key_file: Path, reviewers_path: Path) -> str:
         return str(key)
 
 
+@reviewers.command()
+@click.argument("reviewer_id")
+@_FILE
+def remove(reviewer_id: str, reviewers_file: Path | None) -> None:
+    """Remove REVIEWER_ID: their login token stops working and a running server ends
+    their sessions within a second or so."""
+    try:
+        from jevqueue.serve._reviewers import (
+            entries_of_file,
+            render_reviewers_file,
+            write_reviewers_file,
+        )
+    except ImportError as error:
+        _fail(str(error))
+    path = _path(reviewers_file)
+    try:
+        entries = entries_of_file(path)
+    except JevError as error:
+        _fail(str(error))
+    kept = [entry for entry in entries if entry[0] != reviewer_id]
+    if len(kept) == len(entries):
+        known = ", ".join(entry[0] for entry in entries) or "nobody"
+        _fail(
+            f"reviewer {reviewer_id} is not in {path} (it lists {known}): check the id and "
+            "the --file"
+        )
+    try:
+        write_reviewers_file(path, render_reviewers_file(kept))
+    except JevError as error:
+        _fail(str(error))
+    click.echo(f"reviewer {reviewer_id} is removed from {path}; their login token stops working")
+    if not kept:
+        click.echo(
+            "the file lists no reviewer now: jevqueue serve refuses every login until you add "
+            "one with `jevqueue reviewers add NAME --key KEY`",
+            err=True,
+        )
+
+
 @reviewers.command(name="list")
 @_FILE
 def list_reviewers(reviewers_file: Path | None) -> None:

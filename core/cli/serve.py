@@ -87,6 +87,15 @@ def _fail(message: str) -> NoReturn:
     show_default=True,
     help="Seconds each signed approval stays valid.",
 )
+@click.option(
+    "--diff-root",
+    "diff_roots",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A folder whose files a request that writes one may be compared with (repeatable). "
+    "Without one no file is read: the page shows the content the call writes. Never read: "
+    "the reviewers file's folder, the reviewers' keys, the inbox.",
+)
 def serve(
     inbox: str | None,
     schema: str,
@@ -96,12 +105,14 @@ def serve(
     allow_remote: bool,
     origins: tuple[str, ...],
     approval_ttl: int,
+    diff_roots: tuple[Path, ...],
 ) -> None:
     """Serve the approval inbox as web pages: reviewers log in, read, approve and deny.
 
     Each approval is signed with the logged-in reviewer's own key from the reviewers file.
-    Binds 127.0.0.1 by default; another address needs --allow-remote and a TLS proxy in
-    front. Exit code 2: bad settings, an unusable reviewers file or inbox, a missing extra.
+    The reviewers file is read again when it changes. Binds 127.0.0.1 by default;
+    another address needs --allow-remote and a TLS proxy in front. Exit code 2: bad
+    settings, an unusable reviewers file or inbox, a missing extra.
     """
     from datetime import timedelta
 
@@ -130,6 +141,7 @@ def serve(
             origins=origins,
             allowed_hosts=hosts,
             approval_ttl=timedelta(seconds=approval_ttl),
+            diff_roots=diff_roots,
         )
     except (JevError, ImportError) as error:
         _fail(str(error))

@@ -90,6 +90,16 @@ def _origin(value: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
+def _diff_root(value: str | os.PathLike[str]) -> str:
+    path = os.path.realpath(os.fspath(value))
+    if not os.path.isdir(path):
+        raise ConfigurationError(
+            f"diff root {os.fspath(value)!r} is not a folder: give the folder the agents write "
+            "under (such as the project's checkout), or leave it out to read no file"
+        )
+    return path
+
+
 def create_app(
     inbox: ApprovalInbox | str | os.PathLike[str] | None,
     reviewers: Reviewers,
@@ -101,6 +111,7 @@ def create_app(
     allowed_hosts: Iterable[str] | None = None,
     secure_cookies: bool | None = None,
     refresh_seconds: int = 10,
+    diff_roots: Iterable[str | os.PathLike[str]] = (),
 ) -> Starlette:
     """The ASGI app serving the approval inbox to reviewers.
 
@@ -119,6 +130,10 @@ def create_app(
         secure_cookies: Mark the session cookie ``Secure``; None decides per request
             (over https only).
         refresh_seconds: How often the pending list reloads itself (no JavaScript).
+        diff_roots: Folders under which a file-writing request's target is read to show a
+            diff (``jevqueue serve --diff-root``). None (the default): no file is read, the
+            page shows the content the call writes. Never read even under a root: the
+            reviewers file's folder, any reviewer's key, the inbox's file.
 
     Raises:
         ConfigurationError: impossible settings, or an inbox that cannot be opened.
@@ -132,8 +147,15 @@ def create_app(
         raise ConfigurationError("approval_ttl must be a positive timedelta")
     if type(refresh_seconds) is not int or not 1 <= refresh_seconds <= 3600:
         raise ConfigurationError("refresh_seconds must be a whole number of seconds, 1 to 3600")
+    roots = [_diff_root(root) for root in diff_roots]
     own_inbox = not isinstance(inbox, ApprovalInbox)
     opened = open_inbox(inbox, schema=schema)
+    inbox_file = getattr(opened, "path", None)
+    never_read = (
+        [f"{inbox_file}{suffix}" for suffix in ("", "-wal", "-shm", "-journal")]
+        if isinstance(inbox_file, Path)
+        else []
+    )
     pages = InboxPages(
         opened,
         reviewers,
@@ -143,6 +165,8 @@ def create_app(
         origins=[_origin(origin) for origin in origins],
         secure_cookies=secure_cookies,
         refresh_seconds=refresh_seconds,
+        diff_roots=roots,
+        never_read=never_read,
     )
 
     routes: list[BaseRoute] = [

@@ -11,22 +11,33 @@
 ========================  =====================================================
 
 Every page but the login form needs a login; every post needs the session's CSRF token
-and the server's own origin. The inbox keeps its rules and its refusals are shown with
-their message: 404 for an unknown request, 403 for a decision this reviewer may not make
-(their own request, or any other rule about who decides), 409 for one the request's
-state refuses (already decided by them, closed, expired, another digest).
+(the login form's own, kept nowhere: see :class:`~jevqueue.serve._sessions.LoginForms`)
+and the server's own origin. The pending list reloads itself at ``/?auto=1``: such a
+reload does not count as the reviewer's use, so an open tab alone lets a session go idle.
+The reviewers file is read again when it changes; while it does not load, every page is
+refused with what is wrong (503), so nobody logs in or decides on a broken file.
+
+The inbox keeps its rules and its refusals are shown with their message: 404 for an
+unknown request, 403 for a decision this reviewer may not make (their own request, or
+any other rule about who decides), 409 for one the request's state refuses (already
+decided by them, closed, expired, another digest).
 """
 
 from __future__ import annotations
 
 import hmac
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from jevqueue.approvals import ApprovalInbox, InboxRequest, InboxState
 from jevqueue.approvals._inbox_request import REQUEST_ID_PATTERN
 from jevqueue.errors import (
+    ConfigurationError,
     DecisionRefusedError,
     DigestMismatchError,
     DuplicateDecisionError,
@@ -38,18 +49,23 @@ from jevqueue.errors import (
     UnknownRequestError,
     UsageError,
 )
-from jevqueue.serve._action_diff import action_diff
+from jevqueue.serve._action_diff import ActionDiff, DiffScope, action_diff
 from jevqueue.serve._needed_approvals import may_approve, needed_approvals, who_must_approve
-from jevqueue.serve._reviewers import Reviewers
+from jevqueue.serve._reviewers import Reviewers, ReviewersFile
 from jevqueue.serve._sessions import (
     COOKIE_NAME,
+    LOGIN_COOKIE_NAME,
+    LoginForms,
     Session,
     SessionStore,
+    clear_login_cookie,
     clear_session_cookie,
     csrf_matches,
     origin_refusal,
+    set_login_cookie,
     set_session_cookie,
 )
+from jevqueue.serve._templates import hidden_characters
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -57,10 +73,20 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
-__all__ = ["MAX_FORM_BYTES", "InboxPages", "refusal_status"]
+__all__ = [
+    "DIFF_CACHE_SECONDS",
+    "DIFF_CACHE_SIZE",
+    "MAX_FORM_BYTES",
+    "InboxPages",
+    "refusal_status",
+]
 
 MAX_FORM_BYTES = 64 * 1024
 """A decision form is a reason and two tokens; anything larger is refused unread."""
+DIFF_CACHE_SIZE = 256
+"""How many requests' diffs are kept, the least recently shown dropped first."""
+DIFF_CACHE_SECONDS = 30.0
+"""How long a kept diff is shown before the current file is read again."""
 
 _FINAL_STATES = (
     InboxState.APPROVED,
@@ -105,9 +131,13 @@ class InboxPages:
 
     Args:
         inbox: Where the requests are.
-        reviewers: Who may log in, and the key each signs with.
+        reviewers: Who may log in, and the key each signs with (read again on change).
         sessions: The logins.
         templates: The pages' templates.
+        diff_roots: The folders a file-writing request's target may be read under for its
+            diff; none: nothing is read from disk.
+        never_read: Files besides the reviewers' folder and keys never read for a diff
+            (the inbox's).
         approval_ttl: How long a signed approval stays valid.
         origins: Origins the server is reached at besides the one a request addresses
             (the https origin of a TLS proxy in front of it).
@@ -118,7 +148,7 @@ class InboxPages:
     def __init__(
         self,
         inbox: ApprovalInbox,
-        reviewers: Reviewers,
+        reviewers: Reviewers | ReviewersFile,
         sessions: SessionStore,
         templates: Jinja2Templates,
         *,
@@ -126,10 +156,21 @@ class InboxPages:
         origins: Iterable[str] = (),
         secure_cookies: bool | None = None,
         refresh_seconds: int = 10,
+        diff_roots: Iterable[str] = (),
+        never_read: Iterable[str] = (),
     ) -> None:
         self.inbox = inbox
-        self.reviewers = reviewers
         self.sessions = sessions
+        self.reviewers_file = (
+            reviewers
+            if isinstance(reviewers, ReviewersFile)
+            else ReviewersFile(reviewers, self._end_sessions)
+        )
+        self.login_forms = LoginForms(sessions.login_form_lifetime, sessions.clock)
+        self.diff_roots = tuple(diff_roots)
+        self.never_read = tuple(never_read)
+        self._diffs: OrderedDict[tuple[str, str], tuple[float, ActionDiff | None]] = OrderedDict()
+        self._diffs_lock = threading.Lock()
         self.templates = templates
         self.approval_ttl = approval_ttl
         self.origins = tuple(origins)
@@ -149,18 +190,65 @@ class InboxPages:
             Route("/logout", self.logout, methods=["POST"], name="logout"),
         ]
 
-    # --- sessions and rendering ---------------------------------------------------------
+    # --- reviewers, sessions and rendering ----------------------------------------------
+
+    @property
+    def reviewers(self) -> Reviewers:
+        """The reviewers now (raises ConfigurationError while their file does not load)."""
+        return self.reviewers_file.current()
+
+    def _end_sessions(self, reviewer_ids: list[str]) -> None:
+        for reviewer_id in reviewer_ids:
+            self.sessions.end_reviewer(reviewer_id)
+
+    def _broken_reviewers(self, request: Request) -> Response | None:
+        """The refusal of every page while the reviewers file does not load, else None."""
+        try:
+            self.reviewers_file.current()
+        except ConfigurationError as error:
+            return self.render(
+                request, "error.html", None, status=503, title="Unavailable", error=str(error)
+            )
+        return None
+
+    def diff_scope(self) -> DiffScope:
+        """Where a diff may read: the roots, never the reviewers' folder, keys or inbox."""
+        if not self.diff_roots:
+            return DiffScope()
+        known = self.reviewers_file.last_loaded
+        never = [*self.never_read]
+        if known.path is not None:
+            never.append(str(known.path.parent))
+        never += [str(reviewer.key_path) for reviewer in known.values()]
+        return DiffScope.of(self.diff_roots, [Path(p) for p in never])
+
+    def _diff(self, item: InboxRequest) -> ActionDiff | None:
+        """The request's diff, computed at most once per request every few seconds."""
+        key = (item.request_id, item.action_digest)
+        now = time.monotonic()
+        with self._diffs_lock:
+            kept = self._diffs.get(key)
+            if kept is not None and now - kept[0] < DIFF_CACHE_SECONDS:
+                self._diffs.move_to_end(key)
+                return kept[1]
+        diff = action_diff(item.request, self.diff_scope())
+        with self._diffs_lock:
+            self._diffs[key] = (now, diff)
+            self._diffs.move_to_end(key)
+            while len(self._diffs) > DIFF_CACHE_SIZE:
+                self._diffs.popitem(last=False)
+        return diff
 
     def _secure(self, request: Request) -> bool:
         if self.secure_cookies is not None:
             return self.secure_cookies
         return request.url.scheme == "https"
 
-    def _session(self, request: Request) -> Session | None:
-        return self.sessions.get(request.cookies.get(COOKIE_NAME))
+    def _session(self, request: Request, *, touch: bool = True) -> Session | None:
+        return self.sessions.get(request.cookies.get(COOKIE_NAME), touch=touch)
 
-    def _logged_in(self, request: Request) -> Session | None:
-        session = self._session(request)
+    def _logged_in(self, request: Request, *, touch: bool = True) -> Session | None:
+        session = self._session(request, touch=touch)
         if session is None or session.reviewer_id not in self.reviewers:
             return None
         return session
@@ -197,24 +285,11 @@ class InboxPages:
     def _to_login() -> Response:
         return RedirectResponse("/login", status_code=303)
 
-    async def _checked_post(
-        self, request: Request, *, login: bool = False
-    ) -> tuple[Session, FormData]:
-        """The session and form of a post from this server's own page, or :class:`_Refused`."""
+    async def _checked_form(self, request: Request) -> FormData:
+        """The form of a post from this server's own page, or :class:`_Refused`."""
         why = origin_refusal(request, self.origins)
         if why is not None:
             raise _Refused(403, why)
-        session = self._session(request)
-        if session is None or (not login and session.reviewer_id not in self.reviewers):
-            if login:
-                raise _Refused(
-                    403, "the login form expired or was not opened here: reload it and log in"
-                )
-            raise _Refused(
-                403,
-                "your session has ended (logged out, expired, or the server restarted); "
-                "nothing was decided: log in again and decide from the request's page",
-            )
         length = request.headers.get("content-length")
         if length is None or not length.isdigit() or int(length) > MAX_FORM_BYTES:
             raise _Refused(
@@ -222,7 +297,24 @@ class InboxPages:
                 f"the form is missing its length or is larger than {MAX_FORM_BYTES // 1024} "
                 "KiB: post it from the inbox's page, with a shorter reason",
             )
-        form = await request.form(max_files=0, max_fields=16)
+        return await request.form(max_files=0, max_fields=16)
+
+    async def _checked_post(self, request: Request) -> tuple[Session, FormData]:
+        """The session and form of a post from this server's own page, or :class:`_Refused`."""
+        try:
+            self.reviewers_file.current()
+        except ConfigurationError as error:
+            raise _Refused(503, str(error)) from None
+        session = self._logged_in(request)
+        if session is None:
+            why = origin_refusal(request, self.origins)
+            raise _Refused(
+                403,
+                why
+                or "your session has ended (logged out, expired, or the server restarted); "
+                "nothing was decided: log in again and decide from the request's page",
+            )
+        form = await self._checked_form(request)
         if not csrf_matches(session, form.get("csrf_token")):
             raise _Refused(
                 403,
@@ -235,15 +327,16 @@ class InboxPages:
     # --- pages ----------------------------------------------------------------------------
 
     async def login_form(self, request: Request) -> Response:
-        """The login form, with a session of its own for its CSRF token."""
+        """The login form; nothing is kept on the server until a login succeeds."""
+        broken = self._broken_reviewers(request)
+        if broken is not None:
+            return broken
         if self._logged_in(request) is not None:
             return RedirectResponse("/", status_code=303)
         return self._login_page(request, status=200, error="")
 
     def _login_page(self, request: Request, *, status: int, error: str) -> Response:
-        session = self._session(request)
-        if session is None or session.reviewer_id is not None:
-            session = self.sessions.start(None)
+        nonce, token = self.login_forms.issue()
         response = self.render(
             request,
             "login.html",
@@ -251,22 +344,31 @@ class InboxPages:
             status=status,
             title="Log in",
             error=error,
-            login_csrf=session.csrf_token,
+            login_csrf=token,
         )
-        set_session_cookie(
-            response,
-            session,
-            secure=self._secure(request),
-            max_age=self.sessions.login_form_lifetime,
+        set_login_cookie(
+            response, nonce, secure=self._secure(request), max_age=self.login_forms.lifetime
         )
         return response
 
     async def login(self, request: Request) -> Response:
-        """Log a reviewer in: a new session replaces the login form's."""
+        """Log a reviewer in: a new session, the only thing a login keeps on the server."""
+        broken = self._broken_reviewers(request)
+        if broken is not None:
+            return broken
         try:
-            session, form = await self._checked_post(request, login=True)
+            form = await self._checked_form(request)
         except _Refused as refused:
             return self._error(request, None, refused.status, refused.message)
+        if not self.login_forms.check(
+            request.cookies.get(LOGIN_COOKIE_NAME), form.get("csrf_token")
+        ):
+            return self._login_page(
+                request,
+                status=403,
+                error="the login form expired or was not opened here (or the server "
+                "restarted): log in again with this fresh form",
+            )
         reviewer_id, token = form.get("reviewer"), form.get("token")
         found = self.reviewers.authenticate(
             reviewer_id.strip() if isinstance(reviewer_id, str) else "",
@@ -274,28 +376,52 @@ class InboxPages:
         )
         if found is None:
             return self._login_page(request, status=401, error=_WRONG_LOGIN)
-        self.sessions.end(session.session_id)
+        self.sessions.end(request.cookies.get(COOKIE_NAME))
         fresh = self.sessions.start(found.reviewer_id)
         response = RedirectResponse("/", status_code=303)
-        set_session_cookie(
-            response, fresh, secure=self._secure(request), max_age=self.sessions.lifetime
-        )
+        secure = self._secure(request)
+        set_session_cookie(response, fresh, secure=secure, max_age=self.sessions.lifetime)
+        clear_login_cookie(response, secure=secure)
         return response
 
     async def logout(self, request: Request) -> Response:
-        """End the session; its cookie and its forms are worthless afterwards."""
+        """End the session; its cookie and its forms are worthless afterwards.
+
+        A session that already ended needs no form: the cookie is cleared and the login
+        form shown.
+        """
+        session = self._session(request)
+        if session is None:
+            self.sessions.end(request.cookies.get(COOKIE_NAME))
+            response = RedirectResponse("/login", status_code=303)
+            clear_session_cookie(response, secure=self._secure(request))
+            return response
         try:
-            session, _ = await self._checked_post(request)
+            form = await self._checked_form(request)
         except _Refused as refused:
             return self._error(request, None, refused.status, refused.message)
+        if not csrf_matches(session, form.get("csrf_token")):
+            return self._error(
+                request,
+                None,
+                403,
+                "the form does not carry this session's CSRF token (it is from another "
+                "session, an old page, or another site): reload the page and log out again",
+            )
         self.sessions.end(session.session_id)
         response = RedirectResponse("/login", status_code=303)
         clear_session_cookie(response, secure=self._secure(request))
         return response
 
     async def pending(self, request: Request) -> Response:
-        """The pending requests of every agent, newest first."""
-        session = self._logged_in(request)
+        """The pending requests of every agent, newest first.
+
+        ``?auto=1`` marks the page's own reload, which does not count as the reviewer's use.
+        """
+        broken = self._broken_reviewers(request)
+        if broken is not None:
+            return broken
+        session = self._logged_in(request, touch=request.query_params.get("auto") != "1")
         if session is None:
             return self._to_login()
         try:
@@ -313,6 +439,9 @@ class InboxPages:
 
     async def history(self, request: Request) -> Response:
         """The decided, expired and cancelled requests, newest first."""
+        broken = self._broken_reviewers(request)
+        if broken is not None:
+            return broken
         session = self._logged_in(request)
         if session is None:
             return self._to_login()
@@ -324,6 +453,9 @@ class InboxPages:
 
     async def show(self, request: Request) -> Response:
         """One request, in full, with the forms to decide it while it is pending."""
+        broken = self._broken_reviewers(request)
+        if broken is not None:
+            return broken
         session = self._logged_in(request)
         if session is None:
             return self._to_login()
@@ -347,7 +479,7 @@ class InboxPages:
             )
         try:
             found = await run_in_threadpool(self.inbox.get, request_id)
-            diff = await run_in_threadpool(action_diff, found.request)
+            diff = await run_in_threadpool(self._diff, found)
         except JevError as failure:
             return self._error(request, session, refusal_status(failure), str(failure))
         decided_by_me = any(d.reviewer == session.reviewer_id for d in found.decisions)
@@ -362,6 +494,9 @@ class InboxPages:
             document=found.request,
             covered=found.request.get("digest_document") or {},
             diff=diff,
+            hidden_characters=hidden_characters(
+                [found.tool, found.request.get("arguments"), covered_of(found)]
+            ),
             needed=needed_approvals(found),
             may_decide=found.state is InboxState.PENDING and not decided_by_me,
             decided_by_me=decided_by_me,
@@ -379,7 +514,6 @@ class InboxPages:
             session, form = await self._checked_post(request)
         except _Refused as refused:
             return self._error(request, None, refused.status, refused.message)
-        assert session.reviewer_id is not None  # _checked_post admits logged-in sessions only
         reviewer = self.reviewers[session.reviewer_id]
         reason, seen = _text(form.get("reason")), _text(form.get("action_digest"))
 
@@ -404,7 +538,6 @@ class InboxPages:
             session, form = await self._checked_post(request)
         except _Refused as refused:
             return self._error(request, None, refused.status, refused.message)
-        assert session.reviewer_id is not None
         reviewer_id, reason = session.reviewer_id, _text(form.get("reason"))
 
         def decide() -> InboxRequest:
@@ -433,8 +566,13 @@ class InboxPages:
             )
         except JevError as error:
             return self._error(request, session, refusal_status(error), str(error))
-        session.notice = _decided(decided, session.reviewer_id or "")
+        session.notice = _decided(decided, session.reviewer_id)
         return RedirectResponse(f"/requests/{decided.request_id}", status_code=303)
+
+
+def covered_of(item: InboxRequest) -> Any:
+    """What the request's digest covers besides the arguments (targets, cwd, ...)."""
+    return item.request.get("digest_document") or {}
 
 
 def _text(value: Any) -> str:

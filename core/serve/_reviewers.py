@@ -42,6 +42,8 @@ __all__ = [
     "TOKEN_PREFIX",
     "Reviewer",
     "Reviewers",
+    "ReviewersFile",
+    "entries_of_file",
     "hash_token",
     "new_login_token",
     "render_reviewers_file",
@@ -53,6 +55,7 @@ TOKEN_PREFIX = "jevq_"
 
 _HASH = re.compile(r"[0-9a-f]{64}")
 _FIELDS = frozenset({"id", "token_sha256", "key"})
+_ORDER = ("id", "token_sha256", "key")
 _ADD_HINT = "add one with `jevqueue reviewers add NAME --key KEY --file FILE`"
 # compared against when the reviewer is unknown, so that a wrong name costs what a wrong
 # token costs
@@ -109,6 +112,7 @@ class Reviewers(Mapping[str, Reviewer]):
 
     def __init__(self, reviewers: list[Reviewer] | tuple[Reviewer, ...], source: str = "") -> None:
         self.source = source
+        self.path: Path | None = None  # the file :meth:`load` read, to read again
         where = f" in {source}" if source else ""
         if not reviewers:
             raise ConfigurationError(f"no reviewer{where}: nobody could log in; {_ADD_HINT}")
@@ -156,15 +160,165 @@ class Reviewers(Mapping[str, Reviewer]):
                 file and the entry and says what to fix.
         """
         file = Path(path)
-        return cls(
+        loaded = cls(
             [_entry(file, n, raw) for n, raw in enumerate(_tables(file), start=1)], str(file)
         )
+        loaded.path = file
+        return loaded
+
+    def changed_since(self, before: Reviewers) -> list[str]:
+        """The ids of ``before`` that are gone here, or whose token or key changed."""
+        changed = []
+        for reviewer_id, old in before.items():
+            new = self._by_id.get(reviewer_id)
+            if (
+                new is None
+                or new.token_sha256 != old.token_sha256
+                or new.key_path != old.key_path
+                or _public(new.key) != _public(old.key)
+            ):
+                changed.append(reviewer_id)
+        return changed
 
     def to_toml(self) -> str:
         """The reviewers file that :meth:`load` reads back into these reviewers."""
         return render_reviewers_file(
             (r.reviewer_id, r.token_sha256, r.key_file) for r in self.values()
         )
+
+
+def _public(key: Ed25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes_raw()
+
+
+def _signature(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        facts = os.stat(path)
+    except OSError:
+        return None
+    return facts.st_dev, facts.st_ino, facts.st_mtime_ns, facts.st_size
+
+
+class ReviewersFile:
+    """The reviewers of a running server, read again when their file changes.
+
+    :meth:`current` looks at the file's identity, modification time and size at most once
+    every ``interval`` seconds; when they changed it reads the file again and calls
+    ``on_change`` with the ids of the reviewers who are gone or whose token or key changed
+    (their sessions end). A file that no longer loads makes :meth:`current` raise until it
+    is fixed: nobody logs in or decides meanwhile.
+
+    Args:
+        reviewers: The reviewers as loaded at start (:meth:`Reviewers.load`).
+        on_change: Called with the ids whose sessions must end.
+        interval: Seconds between two looks at the file.
+        clock: Seconds that never go back.
+    """
+
+    def __init__(
+        self,
+        reviewers: Reviewers,
+        on_change: Any = None,
+        *,
+        interval: float = 1.0,
+        clock: Any = None,
+    ) -> None:
+        import logging
+        import threading
+        import time
+
+        self._reviewers = reviewers
+        self._on_change = on_change
+        self._interval = interval
+        self._clock = clock if clock is not None else time.monotonic
+        self._lock = threading.Lock()
+        self._log = logging.getLogger("jevqueue.serve")
+        self._seen = _signature(reviewers.path) if reviewers.path is not None else None
+        self._checked = self._clock()
+        self._broken: ConfigurationError | None = None
+
+    @property
+    def path(self) -> Path | None:
+        """The file, or None for reviewers given in code (never read again)."""
+        return self._reviewers.path
+
+    @property
+    def last_loaded(self) -> Reviewers:
+        """The reviewers as last read successfully (for what must never be shown)."""
+        return self._reviewers
+
+    def current(self) -> Reviewers:
+        """The reviewers now.
+
+        Raises:
+            ConfigurationError: the file changed and no longer loads; the message says
+                what is wrong with it and that logins and decisions wait for the fix.
+        """
+        path = self._reviewers.path
+        if path is None:
+            return self._reviewers
+        with self._lock:
+            now = self._clock()
+            if now - self._checked >= self._interval or now < self._checked:
+                self._checked = now
+                seen = _signature(path)
+                if seen != self._seen:
+                    self._reload(path, seen)
+            if self._broken is not None:
+                raise self._broken
+            return self._reviewers
+
+    def _reload(self, path: Path, seen: tuple[int, int, int, int] | None) -> None:
+        try:
+            fresh = Reviewers.load(path)
+        except ConfigurationError as error:
+            if self._broken is None or str(self._broken) != str(error):
+                self._log.error(
+                    "the reviewers file changed and no longer loads; logins and decisions "
+                    "are refused until it is fixed: %s",
+                    error,
+                )
+            self._broken = ConfigurationError(
+                f"{error}. Until the reviewers file is fixed nobody can log in or decide; "
+                "fix it (`jevqueue reviewers list --file FILE` checks it) and reload the page"
+            )
+            self._seen = seen
+            return
+        ended = fresh.changed_since(self._reviewers)
+        if self._broken is not None:
+            self._log.warning("the reviewers file %s loads again", path)
+        self._broken = None
+        self._seen = seen
+        self._reviewers = fresh
+        self._log.info(
+            "the reviewers file %s changed: %d reviewer(s); sessions ended for %s",
+            path,
+            len(fresh),
+            ", ".join(ended) or "nobody",
+        )
+        if ended and self._on_change is not None:
+            self._on_change(ended)
+
+
+def entries_of_file(path: str | os.PathLike[str]) -> list[tuple[str, str, str]]:
+    """The ``(id, token_sha256, key)`` entries of a reviewers file, without reading keys.
+
+    For removing a reviewer whose key file is gone.
+
+    Raises:
+        ConfigurationError: the file is missing, not TOML, or an entry lacks a field.
+    """
+    file = Path(path)
+    entries = []
+    for number, raw in enumerate(_tables(file), start=1):
+        fields = [raw.get(name) if isinstance(raw, dict) else None for name in _ORDER]
+        if not all(isinstance(value, str) for value in fields):
+            raise ConfigurationError(
+                f"the reviewers file {str(file)!r}, reviewer #{number}: needs id, "
+                "token_sha256 and key as strings; fix the entry by hand"
+            )
+        entries.append((str(fields[0]), str(fields[1]), str(fields[2])))
+    return entries
 
 
 def _tables(file: Path) -> list[Any]:
