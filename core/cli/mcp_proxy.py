@@ -151,6 +151,21 @@ def _trusted_keys(entries: tuple[str, ...]) -> dict[str, Any]:
     help="A directory of signed approval records (JSON from `jevqueue approve`).",
 )
 @click.option(
+    "--inbox",
+    "inbox",
+    default=None,
+    help="File each call that needs an approval in this approval inbox (a SQLite path or a "
+    "postgresql:// URL) and wait for reviewers (`jevqueue approvals`, `jevqueue serve`) "
+    "instead of asking the client's user.",
+)
+@click.option(
+    "--inbox-wait",
+    type=click.FloatRange(min=1, max=7 * 24 * 3600),
+    default=None,
+    help="With --inbox: seconds reviewers have before the request expires (default 240; "
+    "at most the approval freshness less a minute).",
+)
+@click.option(
     "--upstream-url",
     default=None,
     help="Reach the upstream over streamable HTTP instead of starting COMMAND.",
@@ -189,6 +204,8 @@ def mcp_proxy(
     environment: str | None,
     approver_keys: tuple[str, ...],
     approvals_dir: str | None,
+    inbox: str | None,
+    inbox_wait: float | None,
     upstream_url: str | None,
     upstream_name: str | None,
     relay_unjudged: tuple[str, ...],
@@ -221,6 +238,8 @@ def mcp_proxy(
     except JevError as error:
         raise click.UsageError(str(error)) from None
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="jevqueue: %(message)s")
+    if inbox_wait is not None and inbox is None:
+        raise click.UsageError("--inbox-wait needs --inbox: the approval inbox to wait on")
     if describe:
         try:
             text = plugin.describe_upstream(upstream)
@@ -276,6 +295,7 @@ def mcp_proxy(
             context=context,
             authority=authority,
             approvals_dir=approvals_dir,
+            approver=_inbox_approver(inbox, inbox_wait, upstream_name),
             relay_unjudged=relay_unjudged,
         )
     except JevError as error:
@@ -283,3 +303,15 @@ def mcp_proxy(
     except OSError as error:
         raise click.ClickException(f"cannot prepare the proxy: {error}") from None
     raise SystemExit(proxy.run_stdio())
+
+
+def _inbox_approver(inbox: str | None, wait: float | None, upstream_name: str | None) -> Any:
+    """The approver filing in ``inbox``, or ``None`` (the client's user is asked)."""
+    if inbox is None:
+        return None
+    from jevqueue.approvals import InboxApprover
+
+    settings: dict[str, Any] = {"framework": "mcp", "session_id": upstream_name}
+    if wait is not None:
+        settings["expires_in"] = wait
+    return InboxApprover(inbox, **settings)

@@ -9,11 +9,20 @@ import contextlib
 import json
 import re
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 from conftest import ProxySetup, jevqueue_command
+from jevqueue.approvals import (
+    ApprovalAuthority,
+    InboxRequest,
+    InboxState,
+    SQLiteApprovalInbox,
+    load_private_key,
+)
 from proxy_client import MAJOR, approve, decline, proxy_client
 
 ERAS = ["auto", "legacy"] if MAJOR >= 2 else ["auto"]
@@ -234,3 +243,63 @@ def test_input_required_state_is_single_use_and_bound_to_the_digest(fs_proxy: Pr
             assert target.read_text() == "DEBUG=1\n"
 
     anyio.run(scenario)
+
+
+@pytest.mark.parametrize("verdict", ["approve", "deny"])
+def test_with_inbox_the_proxy_files_the_call_and_a_reviewer_decides_it(
+    fs_proxy: ProxySetup, tmp_path: Path, verdict: str
+) -> None:
+    private, public = _keys(tmp_path)
+    inbox_path = tmp_path / "inbox.sqlite3"
+    SQLiteApprovalInbox(inbox_path).close()
+    command = fs_proxy.filesystem(
+        "--approver-key", f"alice={public}", "--inbox", str(inbox_path), "--inbox-wait", "120"
+    )
+    decided: list[InboxRequest] = []
+
+    def reviewer() -> None:  # alice, at her own terminal, decides what the proxy filed
+        deadline = time.monotonic() + 90
+        with SQLiteApprovalInbox(inbox_path) as inbox:
+            while time.monotonic() < deadline:
+                pending = inbox.requests()
+                if pending:
+                    (request,) = pending
+                    if verdict == "approve":
+                        authority = ApprovalAuthority(load_private_key(private), "alice")
+                        record = authority.issue(request.action_digest)
+                        decided.append(inbox.approve(request.request_id, record))
+                    else:
+                        decided.append(inbox.deny(request.request_id, "alice", "no secrets today"))
+                    return
+                time.sleep(0.1)
+
+    thread = threading.Thread(target=reviewer, daemon=True)
+    thread.start()
+
+    async def scenario() -> tuple[bool, str]:
+        async with proxy_client(command, fs_proxy.env) as client:
+            outcome = await client.call("write_file", ENV_WRITE)
+            return outcome.is_error, outcome.text
+
+    failed, text = anyio.run(scenario)
+    thread.join(timeout=90)
+    (request,) = decided
+    assert request.requester.framework == "mcp" and request.tool == "write_file"
+    target = fs_proxy.workspace / ".env"
+    if verdict == "approve":
+        assert request.state is InboxState.APPROVED
+        assert not failed, text
+        assert target.read_text() == "DEBUG=1\n"
+    else:
+        assert request.state is InboxState.DENIED
+        assert failed and "no secrets today" in text
+        assert not target.exists()
+    assert fs_proxy.audit_verify().returncode == 0
+
+
+def test_inbox_wait_without_an_inbox_is_a_usage_error(fs_proxy: ProxySetup) -> None:
+    answer = subprocess.run(
+        fs_proxy.filesystem("--inbox-wait", "60"), capture_output=True, text=True, check=False
+    )
+    assert answer.returncode == 2
+    assert "--inbox-wait needs --inbox" in answer.stderr
