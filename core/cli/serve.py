@@ -47,7 +47,7 @@ def _fail(message: str) -> NoReturn:
     envvar="JEVQUEUE_INBOX",
     default=None,
     help="The inbox: a SQLite path or a postgresql:// URL (default: $JEVQUEUE_INBOX, else "
-    "the state directory's).",
+    "$JEVQUEUE_DATABASE_URL, else the state directory's).",
 )
 @click.option(
     "--schema",
