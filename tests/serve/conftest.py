@@ -3,9 +3,14 @@ requests filed from real ApprovalRequests, and a browser-like client that logs i
 
 from __future__ import annotations
 
+import os
 import re
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -204,3 +209,56 @@ def wait_until_expired(inbox: SQLiteApprovalInbox, request_id: str) -> None:
     while inbox.get(request_id).state is not InboxState.EXPIRED:
         assert time.monotonic() < deadline, "the request never read as expired"
         time.sleep(0.05)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (it was free a moment ago)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def running_serve(inbox_path: Path, reviewers_path: Path, log_path: Path) -> Iterator[str]:
+    """`jevqueue serve` in a process of its own on a free loopback port; yields its URL
+    once it accepts connections, and stops it afterwards."""
+    port = free_port()
+    log = log_path.open("w+", encoding="utf-8")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from jevqueue.cli import main; main()",
+            "serve",
+            "--inbox",
+            str(inbox_path),
+            "--reviewers",
+            str(reviewers_path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        deadline = time.monotonic() + PATIENT
+        while True:
+            assert process.poll() is None, f"jevqueue serve exited: {log_path.read_text()}"
+            assert time.monotonic() < deadline, f"nothing listens: {log_path.read_text()}"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=PATIENT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=PATIENT)
+        log.close()

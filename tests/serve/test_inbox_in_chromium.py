@@ -15,9 +15,6 @@ from __future__ import annotations
 import http.server
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -55,7 +52,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from .conftest import PATIENT, Reviewer
+from .conftest import PATIENT, Reviewer, running_serve
 
 pytestmark = pytest.mark.network_allowed  # the served inbox and Chromium, on 127.0.0.1 only
 
@@ -222,12 +219,6 @@ def start_agent(
 # --- the served inbox -----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @dataclass
 class Served:
     base: str
@@ -266,44 +257,8 @@ def served(tmp_path: Path, reviewers_file: tuple[Path, dict[str, Reviewer]]) -> 
     workspace.mkdir()
     inbox_path = tmp_path / "inbox.sqlite3"
     SQLiteApprovalInbox(inbox_path).close()
-    port = _free_port()
-    log = (tmp_path / "serve.log").open("w+", encoding="utf-8")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from jevqueue.cli import main; main()",
-            "serve",
-            "--inbox",
-            str(inbox_path),
-            "--reviewers",
-            str(reviewers_file[0]),
-            "--port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        deadline = time.monotonic() + PATIENT
-        while True:
-            assert process.poll() is None, f"jevqueue serve exited: {Path(log.name).read_text()}"
-            assert time.monotonic() < deadline, f"nothing listens: {Path(log.name).read_text()}"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield Served(f"http://127.0.0.1:{port}", inbox_path, workspace, reviewers_file[1])
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=PATIENT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=PATIENT)
-        log.close()
+    with running_serve(inbox_path, reviewers_file[0], tmp_path / "serve.log") as base:
+        yield Served(base, inbox_path, workspace, reviewers_file[1])
 
 
 @pytest.fixture

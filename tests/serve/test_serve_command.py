@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +16,7 @@ from jevqueue.approvals import InboxState, SQLiteApprovalInbox
 from jevqueue.cli import main
 from jevqueue.cli.serve import is_loopback_address
 
-from .conftest import PATIENT, Reviewer, csrf_of, digest_of, file_request
+from .conftest import PATIENT, Reviewer, csrf_of, digest_of, file_request, running_serve
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "inbox.example.com"])
@@ -63,12 +58,6 @@ def test_a_wrong_reviewers_file_stops_the_start(tmp_path: Path) -> None:
         assert "Traceback" not in answer.output
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def server(
     tmp_path: Path, reviewers_file: tuple[Path, dict[str, Reviewer]]
@@ -76,46 +65,8 @@ def server(
     """`jevqueue serve` in a process of its own on a free loopback port."""
     inbox_path = tmp_path / "served.sqlite3"
     SQLiteApprovalInbox(inbox_path).close()
-    port = _free_port()
-    log = (tmp_path / "serve.log").open("w+", encoding="utf-8")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from jevqueue.cli import main; main()",
-            "serve",
-            "--inbox",
-            str(inbox_path),
-            "--reviewers",
-            str(reviewers_file[0]),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        deadline = time.monotonic() + PATIENT
-        while True:
-            assert process.poll() is None, f"jevqueue serve exited: {Path(log.name).read_text()}"
-            assert time.monotonic() < deadline, f"nothing listens: {Path(log.name).read_text()}"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}", inbox_path
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=PATIENT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=PATIENT)
-        log.close()
+    with running_serve(inbox_path, reviewers_file[0], tmp_path / "serve.log") as base:
+        yield base, inbox_path
 
 
 @pytest.mark.network_allowed
